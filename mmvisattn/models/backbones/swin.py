@@ -1,0 +1,293 @@
+"""Swin Transformer backbone for dense prediction (Liu et al., ICCV 2021)."""
+from typing import Dict, List, Optional, Sequence, Union
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from mmcv.cnn import build_norm_layer
+from mmengine.logging import MMLogger
+from mmengine.model import BaseModule, ModuleList
+from mmengine.model.weight_init import constant_init, trunc_normal_
+from torch.nn.modules.batchnorm import _BatchNorm
+
+from mmvisattn.ops import resize_relative_position_table
+from mmvisattn.registry import MODELS
+from ..layers import PatchEmbed, PatchMerging, SwinBlock
+from ..utils import load_pretrained, swin_official_to_mmvisattn
+from ..utils.swin_convert import is_official_swin
+
+
+class SwinStage(BaseModule):
+    """``depth`` blocks alternating W-MSA / SW-MSA, then optional merging."""
+
+    def __init__(self,
+                 embed_dims: int,
+                 depth: int,
+                 num_heads: int,
+                 window_size: int,
+                 drop_path_rates: Sequence[float],
+                 downsample: Optional[nn.Module] = None,
+                 with_cp: bool = False,
+                 **block_kwargs):
+        super().__init__()
+        self.blocks = ModuleList([
+            SwinBlock(
+                embed_dims=embed_dims,
+                num_heads=num_heads,
+                window_size=window_size,
+                shift_size=0 if i % 2 == 0 else window_size // 2,
+                drop_path_rate=drop_path_rates[i],
+                with_cp=with_cp,
+                **block_kwargs) for i in range(depth)
+        ])
+        self.downsample = downsample
+
+    def forward(self, x, hw_shape):
+        for block in self.blocks:
+            x = block(x, hw_shape)
+        return x
+
+
+@MODELS.register_module()
+class SwinTransformer(BaseModule):
+    """Swin Transformer: hierarchical ViT with shifted windows.
+
+    Emits a feature pyramid (NCHW, strides 4/8/16/32) for FPN-style necks;
+    ``out_channels`` lists the channels of the returned levels.
+
+    Args:
+        arch: ``'tiny'|'small'|'base'|'large'`` (paper, appendix A1) or a dict
+            with ``embed_dims``, ``depths``, ``num_heads``. Explicit
+            ``embed_dims``/``depths``/``num_heads`` override the preset.
+        in_channels: image channels.
+        patch_size: patch partition size (4 in the paper).
+        window_size: M, tokens per window side (7; 12 for 384px models).
+        mlp_ratio: MLP hidden width / C.
+        out_indices: stages to output; each gets its own LayerNorm ``norm{i}``.
+        qkv_bias, qk_scale: attention projections.
+        patch_norm: LayerNorm after patch embedding and in patch merging.
+        drop_rate, attn_drop_rate: dropout rates.
+        drop_path_rate: stochastic depth, rising linearly over all blocks.
+        use_abs_pos_embed: add an absolute position embedding (the paper's
+            "abs. pos." ablation); ``pretrain_img_size`` sets its grid,
+            resized bicubically to other inputs.
+        act_cfg, norm_cfg: activation and norm configs (mmcv builders).
+        with_cp: gradient checkpointing per block (saves memory in training).
+        frozen_stages: -1 trains all; 0 freezes the patch embedding; k>0
+            also freezes stages 1..k and their output norms.
+        norm_eval: keep BatchNorm layers (e.g. from a plugin) in eval mode.
+        init_cfg: ``dict(type='Pretrained', checkpoint=PATH_OR_URL)`` loads an
+            official release checkpoint (``model``), an mmengine checkpoint or
+            a whole detector/segmentor (``backbone.`` keys); relative
+            position tables are resized when the window differs.
+    """
+    arch_zoo: Dict[str, dict] = {
+        'tiny': dict(embed_dims=96, depths=(2, 2, 6, 2),
+                     num_heads=(3, 6, 12, 24)),
+        'small': dict(embed_dims=96, depths=(2, 2, 18, 2),
+                      num_heads=(3, 6, 12, 24)),
+        'base': dict(embed_dims=128, depths=(2, 2, 18, 2),
+                     num_heads=(4, 8, 16, 32)),
+        'large': dict(embed_dims=192, depths=(2, 2, 18, 2),
+                      num_heads=(6, 12, 24, 48)),
+    }
+
+    def __init__(self,
+                 arch: Union[str, dict] = 'tiny',
+                 embed_dims: Optional[int] = None,
+                 depths: Optional[Sequence[int]] = None,
+                 num_heads: Optional[Sequence[int]] = None,
+                 in_channels: int = 3,
+                 patch_size: int = 4,
+                 window_size: int = 7,
+                 mlp_ratio: float = 4.,
+                 out_indices: Sequence[int] = (0, 1, 2, 3),
+                 qkv_bias: bool = True,
+                 qk_scale: Optional[float] = None,
+                 patch_norm: bool = True,
+                 drop_rate: float = 0.,
+                 attn_drop_rate: float = 0.,
+                 drop_path_rate: float = 0.1,
+                 use_abs_pos_embed: bool = False,
+                 pretrain_img_size: int = 224,
+                 act_cfg: dict = dict(type='GELU'),
+                 norm_cfg: dict = dict(type='LN'),
+                 with_cp: bool = False,
+                 frozen_stages: int = -1,
+                 norm_eval: bool = False,
+                 init_cfg: Optional[dict] = None):
+        super().__init__(init_cfg=init_cfg)
+        if isinstance(arch, str):
+            if arch not in self.arch_zoo:
+                raise KeyError(f'SwinTransformer: unknown arch {arch!r}; '
+                               f'choose from {sorted(self.arch_zoo)} or pass '
+                               'a dict with embed_dims, depths, num_heads')
+            arch = self.arch_zoo[arch]
+        embed_dims = embed_dims or arch['embed_dims']
+        depths = tuple(depths or arch['depths'])
+        num_heads = tuple(num_heads or arch['num_heads'])
+        if len(depths) != len(num_heads):
+            raise ValueError(f'SwinTransformer: depths {depths} and num_heads '
+                             f'{num_heads} must have the same length')
+        num_stages = len(depths)
+        out_indices = tuple(out_indices)
+        bad = [i for i in out_indices if not 0 <= i < num_stages]
+        if bad:
+            raise ValueError(f'SwinTransformer: out_indices {bad} out of range '
+                             f'for {num_stages} stages')
+        if frozen_stages > num_stages:
+            raise ValueError(f'frozen_stages={frozen_stages} exceeds the '
+                             f'{num_stages} stages')
+
+        self.embed_dims = embed_dims
+        self.depths = depths
+        self.num_heads = num_heads
+        self.window_size = window_size
+        self.out_indices = out_indices
+        self.frozen_stages = frozen_stages
+        self.norm_eval = norm_eval
+        self.use_abs_pos_embed = use_abs_pos_embed
+
+        self.patch_embed = PatchEmbed(in_channels, embed_dims, patch_size,
+                                      norm_cfg if patch_norm else None)
+        if use_abs_pos_embed:
+            grid = pretrain_img_size // patch_size
+            # Official layout: (1, grid*grid, C).
+            self.absolute_pos_embed = nn.Parameter(
+                torch.zeros(1, grid * grid, embed_dims))
+        self.drop_after_pos = nn.Dropout(p=drop_rate)
+
+        dpr = torch.linspace(0, drop_path_rate, sum(depths)).tolist()
+        self.num_features = [embed_dims * 2**i for i in range(num_stages)]
+        self.layers = ModuleList()
+        for i in range(num_stages):
+            downsample = PatchMerging(
+                self.num_features[i], self.num_features[i] * 2,
+                norm_cfg if patch_norm else None) \
+                if i < num_stages - 1 else None
+            self.layers.append(
+                SwinStage(
+                    embed_dims=self.num_features[i],
+                    depth=depths[i],
+                    num_heads=num_heads[i],
+                    window_size=window_size,
+                    drop_path_rates=dpr[sum(depths[:i]):sum(depths[:i + 1])],
+                    downsample=downsample,
+                    with_cp=with_cp,
+                    mlp_ratio=mlp_ratio,
+                    qkv_bias=qkv_bias,
+                    qk_scale=qk_scale,
+                    drop_rate=drop_rate,
+                    attn_drop_rate=attn_drop_rate,
+                    act_cfg=act_cfg,
+                    norm_cfg=norm_cfg))
+        for i in out_indices:
+            self.add_module(f'norm{i}',
+                            build_norm_layer(norm_cfg,
+                                             self.num_features[i])[1])
+        self.out_channels = [self.num_features[i] for i in out_indices]
+        self._freeze_stages()
+
+    # ------------------------------------------------------------------ init
+    def init_weights(self):
+        if self.init_cfg is not None and self.init_cfg.get(
+                'type') == 'Pretrained':
+            self._load_pretrained(self.init_cfg['checkpoint'])
+            return
+        super().init_weights()
+        if self.init_cfg is None:
+            for m in self.modules():
+                if isinstance(m, nn.Linear):
+                    trunc_normal_(m.weight, std=.02)
+                    if m.bias is not None:
+                        nn.init.zeros_(m.bias)
+                elif isinstance(m, nn.LayerNorm):
+                    constant_init(m, 1.0, 0.)
+            for block in self.modules():
+                if hasattr(block, 'relative_position_bias_table'):
+                    trunc_normal_(block.relative_position_bias_table, std=.02)
+            if self.use_abs_pos_embed:
+                trunc_normal_(self.absolute_pos_embed, std=.02)
+
+    def _convert_checkpoint(self, state: dict) -> dict:
+        if is_official_swin(state):
+            state = swin_official_to_mmvisattn(state, len(self.depths))
+        else:  # our own layout; drop derived buffers saved by other tools
+            state = {k: v for k, v in state.items()
+                     if not k.endswith(('relative_position_index',
+                                        'attn_mask'))}
+        own = self.state_dict()
+        for key, value in list(state.items()):
+            if key.endswith('relative_position_bias_table') and key in own \
+                    and value.shape[1] == own[key].shape[1]:
+                state[key] = resize_relative_position_table(
+                    value, self.window_size)
+        return state
+
+    def _load_pretrained(self, checkpoint: str):
+        num_stages = len(self.depths)
+        out_norms = tuple(f'norm{i}.' for i in range(num_stages))
+        load_pretrained(
+            self,
+            checkpoint,
+            convert=self._convert_checkpoint,
+            # Output norms other than the classifier's final one are new.
+            allowed_missing=lambda k: k.startswith(out_norms),
+            # A classifier has a final norm even if we do not output stage 4.
+            allowed_unexpected=lambda k: k.startswith(
+                f'norm{num_stages - 1}.'),
+            logger=MMLogger.get_current_instance())
+
+    # -------------------------------------------------------------- training
+    def _freeze_stages(self):
+        if self.frozen_stages >= 0:
+            self.patch_embed.eval()
+            for p in self.patch_embed.parameters():
+                p.requires_grad = False
+            if self.use_abs_pos_embed:
+                self.absolute_pos_embed.requires_grad = False
+        for i in range(self.frozen_stages):
+            modules = [self.layers[i]]
+            if i in self.out_indices:
+                modules.append(getattr(self, f'norm{i}'))
+            for m in modules:
+                m.eval()
+                for p in m.parameters():
+                    p.requires_grad = False
+
+    def train(self, mode: bool = True):
+        super().train(mode)
+        self._freeze_stages()
+        if mode and self.norm_eval:
+            for m in self.modules():
+                if isinstance(m, _BatchNorm):
+                    m.eval()
+        return self
+
+    # --------------------------------------------------------------- forward
+    def _abs_pos_embed(self, hw_shape) -> torch.Tensor:
+        pos = self.absolute_pos_embed
+        grid = int(pos.shape[1]**0.5)
+        if (grid, grid) == tuple(hw_shape):
+            return pos
+        pos = pos.transpose(1, 2).reshape(1, -1, grid, grid)
+        pos = F.interpolate(pos, size=hw_shape, mode='bicubic',
+                            align_corners=False)
+        return pos.flatten(2).transpose(1, 2)
+
+    def forward(self, x: torch.Tensor) -> List[torch.Tensor]:
+        x, hw_shape = self.patch_embed(x)
+        if self.use_abs_pos_embed:
+            x = x + self._abs_pos_embed(hw_shape)
+        x = self.drop_after_pos(x)
+        outs = []
+        for i, stage in enumerate(self.layers):
+            x = stage(x, hw_shape)
+            if i in self.out_indices:
+                out = getattr(self, f'norm{i}')(x)
+                outs.append(
+                    out.view(-1, *hw_shape, self.num_features[i]).permute(
+                        0, 3, 1, 2).contiguous())
+            if stage.downsample is not None:
+                x, hw_shape = stage.downsample(x, hw_shape)
+        return outs

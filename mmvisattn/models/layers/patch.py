@@ -1,0 +1,92 @@
+"""Patch embedding and patch merging in the official Swin weight layout.
+
+mmcv's ``PatchMerging`` concatenates the 2x2 neighbourhood in ``nn.Unfold``
+order, which scrambles released ``downsample.reduction`` weights; these keep
+the official order (and key names ``proj``/``norm``/``reduction``) so released
+checkpoints load without reordering.
+"""
+from typing import Optional, Tuple
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from mmcv.cnn import build_norm_layer
+from mmengine.model import BaseModule
+
+
+class PatchEmbed(BaseModule):
+    """Non-overlapping patch partition + linear embedding (a strided conv).
+
+    Input (B, C, H, W) is zero-padded at the bottom/right to a multiple of
+    ``patch_size``. Returns tokens (B, H'*W', embed_dims) and (H', W').
+    """
+
+    def __init__(self,
+                 in_channels: int = 3,
+                 embed_dims: int = 96,
+                 patch_size: int = 4,
+                 norm_cfg: Optional[dict] = dict(type='LN'),
+                 init_cfg=None):
+        super().__init__(init_cfg)
+        self.in_channels = in_channels
+        self.patch_size = patch_size
+        self.proj = nn.Conv2d(
+            in_channels, embed_dims, kernel_size=patch_size, stride=patch_size)
+        self.norm = build_norm_layer(norm_cfg, embed_dims)[1] \
+            if norm_cfg else None
+
+    def forward(self, x: torch.Tensor) -> Tuple[torch.Tensor, Tuple[int, int]]:
+        if x.dim() != 4 or x.shape[1] != self.in_channels:
+            raise ValueError(
+                f'{self.__class__.__name__} expects images of shape (N, '
+                f'{self.in_channels}, H, W) (in_channels={self.in_channels}), '
+                f'got {tuple(x.shape)}')
+        H, W = x.shape[2:]
+        p = self.patch_size
+        if H % p or W % p:
+            x = F.pad(x, (0, (p - W % p) % p, 0, (p - H % p) % p))
+        x = self.proj(x)
+        hw_shape = (x.shape[2], x.shape[3])
+        x = x.flatten(2).transpose(1, 2)
+        if self.norm is not None:
+            x = self.norm(x)
+        return x, hw_shape
+
+
+class PatchMerging(BaseModule):
+    """Concatenate each 2x2 neighbourhood (4C), normalise, project to 2C.
+
+    Odd feature sizes are zero-padded at the bottom/right first.
+    """
+
+    def __init__(self,
+                 in_channels: int,
+                 out_channels: Optional[int] = None,
+                 norm_cfg: Optional[dict] = dict(type='LN'),
+                 init_cfg=None):
+        super().__init__(init_cfg)
+        self.in_channels = in_channels
+        self.out_channels = out_channels or 2 * in_channels
+        self.norm = build_norm_layer(norm_cfg, 4 * in_channels)[1] \
+            if norm_cfg else None
+        self.reduction = nn.Linear(
+            4 * in_channels, self.out_channels, bias=False)
+
+    def forward(self, x: torch.Tensor, hw_shape: Tuple[int, int]
+                ) -> Tuple[torch.Tensor, Tuple[int, int]]:
+        B, L, C = x.shape
+        H, W = hw_shape
+        if L != H * W:
+            raise ValueError(f'PatchMerging: {L} tokens do not form a '
+                             f'{H}x{W} map')
+        x = x.view(B, H, W, C)
+        if H % 2 or W % 2:
+            x = F.pad(x, (0, 0, 0, W % 2, 0, H % 2))
+        # Official order: (even row, even col), (odd, even), (even, odd), (odd, odd).
+        x = torch.cat([x[:, 0::2, 0::2], x[:, 1::2, 0::2],
+                       x[:, 0::2, 1::2], x[:, 1::2, 1::2]], dim=-1)
+        hw_shape = (x.shape[1], x.shape[2])
+        x = x.view(B, -1, 4 * C)
+        if self.norm is not None:
+            x = self.norm(x)
+        return self.reduction(x), hw_shape

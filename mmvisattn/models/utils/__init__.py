@@ -1,0 +1,7 @@
+from .checkpoint import extract_state_dict, load_pretrained
+from .swin_convert import swin_official_to_mmvisattn, swin_to_official
+
+__all__ = [
+    'extract_state_dict', 'load_pretrained', 'swin_official_to_mmvisattn',
+    'swin_to_official'
+]

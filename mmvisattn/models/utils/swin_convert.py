@@ -1,0 +1,53 @@
+"""Key mapping between the official Swin release layout and ours.
+
+Ours is the official layout except that the MLP is mmcv's ``FFN``
+(``mlp.layers.0.0`` / ``mlp.layers.1``) and each output has its own norm
+(``norm{i}``; the classifier's final ``norm`` becomes ``norm3``).
+"""
+import re
+from collections import OrderedDict
+from typing import Dict
+
+import torch
+
+_MLP_OFFICIAL_TO_OURS = (('mlp.fc1.', 'mlp.layers.0.0.'), ('mlp.fc2.',
+                                                          'mlp.layers.1.'))
+# Derived buffers of the official model: we rebuild them, never load them.
+_DERIVED = re.compile(r'(relative_position_index|relative_coords_table|'
+                      r'attn_mask)$')
+
+
+def is_official_swin(state_dict: Dict[str, torch.Tensor]) -> bool:
+    return any('.mlp.fc1.' in k for k in state_dict)
+
+
+def swin_official_to_mmvisattn(state_dict: Dict[str, torch.Tensor],
+                               num_stages: int = 4
+                               ) -> 'OrderedDict[str, torch.Tensor]':
+    """Official classification checkpoint -> our backbone keys (head dropped)."""
+    out = OrderedDict()
+    for key, value in state_dict.items():
+        if key.startswith('head.') or _DERIVED.search(key):
+            continue
+        for old, new in _MLP_OFFICIAL_TO_OURS:
+            key = key.replace(old, new)
+        if key.startswith('norm.'):
+            key = f'norm{num_stages - 1}.' + key[len('norm.'):]
+        out[key] = value
+    return out
+
+
+def swin_to_official(state_dict: Dict[str, torch.Tensor],
+                     num_stages: int = 4) -> 'OrderedDict[str, torch.Tensor]':
+    """Our backbone keys -> official layout (inverse of the above, no head)."""
+    out = OrderedDict()
+    last = f'norm{num_stages - 1}.'
+    for key, value in state_dict.items():
+        for official, ours in _MLP_OFFICIAL_TO_OURS:
+            key = key.replace(ours, official)
+        if key.startswith(last):
+            key = 'norm.' + key[len(last):]
+        elif re.match(r'norm\d+\.', key):
+            continue  # extra output norms have no official counterpart
+        out[key] = value
+    return out

@@ -1,0 +1,53 @@
+"""Attention kernels over windows."""
+from typing import Optional
+
+import torch
+import torch.nn.functional as F
+
+
+def window_attention(q: torch.Tensor,
+                     k: torch.Tensor,
+                     v: torch.Tensor,
+                     bias: Optional[torch.Tensor] = None,
+                     mask: Optional[torch.Tensor] = None,
+                     scale: Optional[float] = None,
+                     dropout_p: float = 0.) -> torch.Tensor:
+    """Multi-head self-attention inside each window.
+
+    Args:
+        q, k, v: (B, num_windows, heads, N, head_dim).
+        bias: (heads, N, N) added to every window's logits (relative position).
+        mask: (num_windows, N, N) additive mask, one per window position
+            (shared across the batch), e.g. from ``shifted_window_mask``.
+        scale: logit scale, ``head_dim ** -0.5`` by default.
+
+    Returns:
+        (B, num_windows, heads, N, head_dim).
+
+    Uses ``F.scaled_dot_product_attention``, which fuses softmax(QK^T+B)V and
+    never keeps the (N, N) logits for backward on fused backends.
+    """
+    B, nW, heads, N, d = q.shape
+    if mask is None:
+        # Windows are independent: fold them into the batch, bias broadcasts.
+        attn_mask = None if bias is None else bias.to(q.dtype).unsqueeze(0)
+        out = F.scaled_dot_product_attention(
+            q.reshape(B * nW, heads, N, d), k.reshape(B * nW, heads, N, d),
+            v.reshape(B * nW, heads, N, d), attn_mask=attn_mask,
+            dropout_p=dropout_p, scale=scale)
+        return out.view(B, nW, heads, N, d)
+    if mask.shape != (nW, N, N):
+        raise ValueError(f'window_attention: mask of shape {tuple(mask.shape)} '
+                         f'does not fit {nW} windows of {N} tokens')
+    # Masks differ per window position: fold windows into the head axis so
+    # one (1, nW*heads, N, N) mask broadcasts over the batch.
+    attn_mask = mask.unsqueeze(1)
+    if bias is not None:
+        attn_mask = attn_mask + bias.unsqueeze(0)
+    attn_mask = attn_mask.to(q.dtype).expand(nW, heads, N, N).reshape(
+        1, nW * heads, N, N)
+    out = F.scaled_dot_product_attention(
+        q.reshape(B, nW * heads, N, d), k.reshape(B, nW * heads, N, d),
+        v.reshape(B, nW * heads, N, d), attn_mask=attn_mask,
+        dropout_p=dropout_p, scale=scale)
+    return out.view(B, nW, heads, N, d)

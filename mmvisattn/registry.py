@@ -1,0 +1,15 @@
+"""MMEngine registries of mmvisattn.
+
+``MODELS`` is a child of MMEngine's root registry with scope ``mmvisattn``, so a
+config in mmdet's or mmseg's scope reaches our modules as
+``type='mmvisattn.SwinTransformer'`` once ``mmvisattn`` is imported (for example
+through ``custom_imports=dict(imports=['mmvisattn'])``).
+"""
+from mmengine.registry import MODELS as MMENGINE_MODELS
+from mmengine.registry import Registry
+
+MODELS = Registry(
+    'model',
+    parent=MMENGINE_MODELS,
+    scope='mmvisattn',
+    locations=['mmvisattn.models'])

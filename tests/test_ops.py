@@ -1,0 +1,80 @@
+import pytest
+import torch
+
+from mmvisattn.ops import (pad_to_multiple, relative_position_index,
+                           resize_relative_position_table,
+                           shifted_window_mask, window_attention,
+                           window_partition, window_reverse)
+from mmvisattn.ops.masks import MASK_VALUE
+
+
+def test_window_partition_roundtrip_and_order():
+    x = torch.arange(2 * 6 * 9 * 1).float().view(2, 6, 9, 1)
+    windows = window_partition(x, 3)
+    assert windows.shape == (2, 6, 9, 1)
+    # second window of the first image = rows 0..2, cols 3..5
+    assert windows[0, 1, :, 0].tolist() == x[0, :3, 3:6, 0].flatten().tolist()
+    assert torch.equal(window_reverse(windows, 3, (6, 9)), x)
+
+
+def test_window_partition_refuses_unpadded():
+    with pytest.raises(ValueError, match='multiple of window_size=4'):
+        window_partition(torch.zeros(1, 5, 8, 2), 4)
+    assert pad_to_multiple(torch.zeros(1, 5, 8, 2), 4).shape == (1, 8, 8, 2)
+
+
+def test_shifted_mask_blocks_exactly_wrapped_pairs():
+    H = W = 8
+    ws, shift = 4, 2
+    mask = shifted_window_mask(H, W, ws, shift)
+    assert mask.shape == (4, 16, 16)
+    # Original coordinates of the tokens after the cyclic shift by -shift.
+    rows = (torch.arange(H) + shift) % H
+    cols = (torch.arange(W) + shift) % W
+    coords = torch.stack(torch.meshgrid(rows, cols, indexing='ij'), -1)
+    win = window_partition(coords.unsqueeze(0).float(), ws)[0]  # nW, N, 2
+    for w in range(win.shape[0]):
+        pos = win[w]
+        # two tokens are true neighbours iff their displacement is the same
+        # before and after the shift (no wrap-around between them)
+        wrapped_r = (pos[:, None, 0] - pos[None, :, 0]).abs() >= ws
+        wrapped_c = (pos[:, None, 1] - pos[None, :, 1]).abs() >= ws
+        blocked = wrapped_r | wrapped_c
+        assert torch.equal(mask[w] == MASK_VALUE, blocked)
+    # cached: one tensor per feature size
+    assert shifted_window_mask(H, W, ws, shift) is mask
+
+
+def test_relative_position_index_matches_definition():
+    M = 3
+    index = relative_position_index(M)
+    coords = [(i, j) for i in range(M) for j in range(M)]
+    for a, (i1, j1) in enumerate(coords):
+        for b, (i2, j2) in enumerate(coords):
+            expected = (i1 - i2 + M - 1) * (2 * M - 1) + (j1 - j2 + M - 1)
+            assert index[a, b] == expected
+    assert index.max() == (2 * M - 1)**2 - 1
+
+
+def test_resize_relative_position_table():
+    table = torch.randn(13 * 13, 3)
+    assert resize_relative_position_table(table, 7) is table
+    resized = resize_relative_position_table(table, 12)
+    assert resized.shape == (23 * 23, 3)
+    with pytest.raises(ValueError, match='square'):
+        resize_relative_position_table(torch.randn(10, 3), 7)
+
+
+def test_window_attention_equals_explicit_softmax():
+    torch.manual_seed(0)
+    B, nW, h, N, d = 2, 4, 3, 16, 8
+    q, k, v = (torch.randn(B, nW, h, N, d) for _ in range(3))
+    bias = torch.randn(h, N, N)
+    mask = shifted_window_mask(8, 8, 4, 2)
+    out = window_attention(q, k, v, bias=bias, mask=mask)
+    logits = q @ k.transpose(-1, -2) * d**-0.5 + bias + mask[None, :, None]
+    ref = logits.softmax(-1) @ v
+    torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
+    out = window_attention(q, k, v, bias=bias)
+    ref = (q @ k.transpose(-1, -2) * d**-0.5 + bias).softmax(-1) @ v
+    torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)

@@ -1,0 +1,224 @@
+"""Swin Transformer backbone: numerics against mmdet, checkpoints, bad input."""
+import copy
+
+import pytest
+import torch
+
+from mmvisattn.models.backbones import SwinTransformer
+from mmvisattn.models.utils import swin_to_official
+
+
+def _init(model, seed=0):
+    torch.manual_seed(seed)
+    model.init_weights()
+    # Non-trivial values everywhere, so a mapping error cannot hide.
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if 'norm' in name or 'relative_position_bias_table' in name:
+                p.add_(torch.randn_like(p) * 0.1)
+    return model.eval()
+
+
+def official_state_dict(model, num_classes=1000):
+    """Our weights in the microsoft/Swin-Transformer release layout."""
+    state = swin_to_official(model.state_dict())
+    for key in list(state):  # the release also stores derived buffers
+        if key.endswith('relative_position_bias_table'):
+            prefix = key[:-len('relative_position_bias_table')]
+            state[prefix + 'relative_position_index'] = \
+                model.get_submodule(prefix[:-1]).relative_position_index
+    state['head.weight'] = torch.randn(num_classes, model.num_features[-1])
+    state['head.bias'] = torch.zeros(num_classes)
+    return state
+
+
+@pytest.fixture(scope='module')
+def swin_t():
+    return _init(SwinTransformer(arch='tiny', drop_path_rate=0.))
+
+
+@pytest.fixture(scope='module')
+def mmdet_swin_t(swin_t):
+    """mmdet 3.3.0's own SwinTransformer carrying the same weights, mapped
+    with mmdet's own official->mmdet converter."""
+    from mmdet.models.backbones import SwinTransformer as MMDetSwin
+    from mmdet.models.backbones.swin import swin_converter
+    ref = MMDetSwin(drop_path_rate=0.)
+    converted = swin_converter(official_state_dict(swin_t))
+    state = {k[len('backbone.'):]: v for k, v in converted.items()}
+    state.pop('norm.weight'), state.pop('norm.bias')
+    for i in range(4):
+        for p in ('weight', 'bias'):
+            state[f'norm{i}.{p}'] = swin_t.state_dict()[f'norm{i}.{p}']
+    missing, unexpected = ref.load_state_dict(state, strict=False)
+    assert not missing, missing
+    assert all(k.endswith('relative_position_index') for k in unexpected)
+    ref.eval()
+    return ref
+
+
+@pytest.mark.parametrize('shape', [(1, 3, 224, 224), (2, 3, 160, 96),
+                                   (1, 3, 230, 301), (1, 3, 64, 64),
+                                   (1, 3, 33, 45)])
+def test_equals_mmdet_swin(swin_t, mmdet_swin_t, shape):
+    torch.manual_seed(1)
+    x = torch.randn(*shape)
+    with torch.no_grad():
+        ours = swin_t(x)
+        ref = mmdet_swin_t(x)
+    assert len(ours) == len(ref) == 4
+    for a, b in zip(ours, ref):
+        assert a.shape == b.shape
+        torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-4)
+
+
+def test_output_pyramid_and_channels(swin_t):
+    outs = swin_t(torch.randn(1, 3, 230, 301))
+    assert swin_t.out_channels == [96, 192, 384, 768]
+    assert [o.shape[1] for o in outs] == swin_t.out_channels
+    # strides 4/8/16/32 of the padded input
+    assert [tuple(o.shape[2:]) for o in outs] == [(58, 76), (29, 38),
+                                                  (15, 19), (8, 10)]
+
+
+def test_maps_smaller_than_window():
+    model = _init(SwinTransformer(arch='tiny', out_indices=(3, )))
+    out = model(torch.randn(1, 3, 40, 40))[0]  # stage 4 map is 2x2 < 7x7
+    assert out.shape == (1, 768, 2, 2)
+    assert torch.isfinite(out).all()
+
+
+def _save_official(tmp_path, model, name='official.pth', **kwargs):
+    path = tmp_path / name
+    torch.save({'model': official_state_dict(model, **kwargs)}, path)
+    return str(path)
+
+
+def test_loads_official_release_layout(tmp_path, swin_t):
+    path = _save_official(tmp_path, swin_t)
+    loaded = SwinTransformer(
+        arch='tiny', drop_path_rate=0.,
+        init_cfg=dict(type='Pretrained', checkpoint=path))
+    loaded.init_weights()
+    loaded.eval()
+    ours = swin_t.state_dict()
+    for key, value in loaded.state_dict().items():
+        if key.startswith(('norm0', 'norm1', 'norm2')):
+            continue  # output norms the classifier does not have
+        torch.testing.assert_close(value, ours[key], msg=key)
+    x = torch.randn(1, 3, 96, 128)
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(x)[3], swin_t(x)[3])
+
+
+def test_window_7_checkpoint_into_window_12(tmp_path, swin_t):
+    path = _save_official(tmp_path, swin_t)
+    model = SwinTransformer(
+        arch='tiny', window_size=12,
+        init_cfg=dict(type='Pretrained', checkpoint=path))
+    model.init_weights()
+    table = model.layers[0].blocks[0].attn.relative_position_bias_table
+    assert table.shape == (23 * 23, 3)
+    # the centre of the resized table is the old zero-offset bias
+    old = swin_t.layers[0].blocks[0].attn.relative_position_bias_table
+    torch.testing.assert_close(
+        table.view(23, 23, 3)[11, 11], old.view(13, 13, 3)[6, 6], atol=0.05,
+        rtol=0.05)
+    assert model(torch.randn(1, 3, 96, 96))[0].shape == (1, 96, 24, 24)
+
+
+def test_loads_whole_detector_checkpoint(tmp_path, swin_t):
+    state = {f'backbone.{k}': v for k, v in swin_t.state_dict().items()}
+    state['neck.lateral_convs.0.conv.weight'] = torch.zeros(1)
+    path = tmp_path / 'detector.pth'
+    torch.save({'state_dict': state, 'meta': {}}, path)
+    model = SwinTransformer(
+        init_cfg=dict(type='Pretrained', checkpoint=str(path)))
+    model.init_weights()
+    for key, value in model.state_dict().items():
+        torch.testing.assert_close(value, swin_t.state_dict()[key])
+
+
+def test_wrong_architecture_checkpoint_is_refused(tmp_path):
+    small = SwinTransformer(arch='small')
+    path = _save_official(tmp_path, small, 'swin_s.pth')
+    with pytest.raises(ValueError) as err:
+        SwinTransformer(
+            arch='tiny',
+            init_cfg=dict(type='Pretrained', checkpoint=path)).init_weights()
+    assert 'swin_s.pth' in str(err.value)
+    assert 'layers.2.blocks.6' in str(err.value)  # blocks Swin-T lacks
+
+    base = SwinTransformer(arch='base')
+    path = _save_official(tmp_path, base, 'swin_b.pth')
+    with pytest.raises(ValueError, match=r'patch_embed.proj.weight: '
+                       r'checkpoint \(128, 3, 4, 4\) vs model \(96, 3, 4, 4\)'):
+        SwinTransformer(
+            arch='tiny',
+            init_cfg=dict(type='Pretrained', checkpoint=path)).init_weights()
+
+
+def test_wrong_input_channels_are_refused(swin_t):
+    with pytest.raises(ValueError, match=r'\(N, 3, H, W\).*\(1, 1, 64, 64\)'):
+        swin_t(torch.randn(1, 1, 64, 64))
+
+
+def test_bad_arch_and_config_fields():
+    with pytest.raises(KeyError, match="unknown arch 'huge'"):
+        SwinTransformer(arch='huge')
+    with pytest.raises(ValueError, match='out_indices'):
+        SwinTransformer(out_indices=(4, ))
+    with pytest.raises(ValueError, match='num_heads'):
+        SwinTransformer(depths=(2, 2), num_heads=(3, 6, 12))
+
+
+def test_presets():
+    for arch, dims, depth in (('small', 96, 18), ('base', 128, 18),
+                              ('large', 192, 18)):
+        model = SwinTransformer(arch=arch)
+        assert model.embed_dims == dims and model.depths[2] == depth
+        assert model.out_channels == [dims * 2**i for i in range(4)]
+    model = SwinTransformer(arch='tiny', embed_dims=64, depths=(1, 1, 1, 1))
+    assert model.out_channels == [64, 128, 256, 512]
+
+
+def test_frozen_stages_and_train_returns_self():
+    model = SwinTransformer(frozen_stages=2)
+    assert model.train() is model
+    assert not any(p.requires_grad for p in model.patch_embed.parameters())
+    assert not any(p.requires_grad for p in model.layers[1].parameters())
+    assert not model.norm1.weight.requires_grad
+    assert all(p.requires_grad for p in model.layers[2].parameters())
+    assert not model.layers[0].training and model.layers[2].training
+
+
+def test_gradient_checkpointing_matches(swin_t):
+    plain = copy.deepcopy(swin_t).train()
+    ckpt = copy.deepcopy(swin_t).train()
+    for block in ckpt.modules():
+        if hasattr(block, 'with_cp'):
+            block.with_cp = True
+    x = torch.randn(1, 3, 64, 64)
+    sum(o.sum() for o in plain(x)).backward()
+    sum(o.sum() for o in ckpt(x)).backward()
+    for (name, a), b in zip(plain.named_parameters(), ckpt.parameters()):
+        torch.testing.assert_close(a.grad, b.grad, msg=name)
+
+
+def test_classifier_params_and_flops():
+    """Swin-T with a 1000-class head: 28.3M params, 4.5G FLOPs at 224 (paper).
+
+    Counted with mmengine's FlopAnalyzer; its default handles skip the fused
+    attention kernel, so mmvisattn.utils.complexity adds one for it.
+    """
+    from mmpretrain.models import ImageClassifier
+
+    from mmvisattn.utils.complexity import get_complexity
+    model = ImageClassifier(
+        backbone=dict(type='mmvisattn.SwinTransformer', arch='tiny',
+                      out_indices=(3, )),
+        neck=dict(type='GlobalAveragePooling'),
+        head=dict(type='LinearClsHead', num_classes=1000, in_channels=768))
+    result = get_complexity(model, (3, 224, 224))
+    assert abs(result['params'] / 1e6 - 28.3) <= 0.3, result
+    assert abs(result['flops'] / 1e9 - 4.5) <= 0.2, result

@@ -1,0 +1,82 @@
+"""Train a detector or segmentor from an mmdet or mmseg config.
+
+    python tools/train.py CONFIG [--work-dir DIR] [--resume [CKPT]] [--amp]
+                          [--cfg-options k=v ...] [--launcher pytorch]
+
+The config's ``default_scope`` (mmdet or mmseg) decides whose models,
+datasets and metrics are used; mmvisattn's backbones are imported first.
+"""
+import argparse
+import os
+import os.path as osp
+
+from mmengine.config import Config, DictAction
+from mmengine.registry import RUNNERS
+from mmengine.runner import Runner
+
+import mmvisattn  # noqa: F401  (registry, `mmvisattn::` configs, safe loading)
+from mmvisattn.utils.tools import prepare_config
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description='Train a model')
+    parser.add_argument('config', help='train config file path')
+    parser.add_argument('--work-dir', help='where to save logs and models')
+    parser.add_argument(
+        '--resume',
+        nargs='?',
+        type=str,
+        const='auto',
+        help='resume from CKPT, or from the latest checkpoint in the work '
+        'dir when no path is given')
+    parser.add_argument(
+        '--amp', action='store_true', help='mixed precision training')
+    parser.add_argument(
+        '--auto-scale-lr', action='store_true',
+        help='scale the lr by the real batch size / base_batch_size')
+    parser.add_argument(
+        '--cfg-options',
+        nargs='+',
+        action=DictAction,
+        help='override config entries, e.g. train_cfg.max_iters=10')
+    parser.add_argument(
+        '--launcher',
+        choices=['none', 'pytorch', 'slurm', 'mpi'],
+        default='none',
+        help='job launcher (torchrun: pytorch)')
+    parser.add_argument('--local_rank', '--local-rank', type=int, default=0)
+    args = parser.parse_args()
+    os.environ.setdefault('LOCAL_RANK', str(args.local_rank))
+    return args
+
+
+def main():
+    args = parse_args()
+    cfg = prepare_config(
+        Config.fromfile(args.config), args.config, args.work_dir,
+        args.cfg_options, args.launcher)
+    if args.amp:
+        cfg.optim_wrapper.type = 'AmpOptimWrapper'
+        cfg.optim_wrapper.setdefault('loss_scale', 'dynamic')
+    if args.auto_scale_lr:
+        if 'auto_scale_lr' not in cfg or 'base_batch_size' not in \
+                cfg.auto_scale_lr:
+            raise KeyError('--auto-scale-lr needs `auto_scale_lr = dict('
+                           'base_batch_size=...)` in the config')
+        cfg.auto_scale_lr.enable = True
+    if args.resume == 'auto':
+        cfg.resume = True
+        cfg.load_from = None
+    elif args.resume is not None:
+        if not osp.isfile(args.resume):
+            raise FileNotFoundError(f'--resume: no checkpoint at {args.resume}')
+        cfg.resume = True
+        cfg.load_from = args.resume
+
+    runner = RUNNERS.build(cfg) if 'runner_type' in cfg else \
+        Runner.from_cfg(cfg)
+    runner.train()
+
+
+if __name__ == '__main__':
+    main()
