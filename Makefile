@@ -4,7 +4,7 @@
 PYTHON ?= python3
 DEMO_CONFIG := configs/demo/cascade-mask-rcnn_swin-t_shapes.py
 DEMO_WORK := work_dirs/demo
-DEMO_ITERS := 240
+DEMO_ITERS := 200
 
 .PHONY: install demo test
 

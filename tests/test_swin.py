@@ -178,7 +178,8 @@ def test_presets():
         model = SwinTransformer(arch=arch)
         assert model.embed_dims == dims and model.depths[2] == depth
         assert model.out_channels == [dims * 2**i for i in range(4)]
-    model = SwinTransformer(arch='tiny', embed_dims=64, depths=(1, 1, 1, 1))
+    model = SwinTransformer(arch='tiny', embed_dims=64, depths=(1, 1, 1, 1),
+                            num_heads=(2, 4, 8, 16))
     assert model.out_channels == [64, 128, 256, 512]
 
 

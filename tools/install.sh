@@ -7,12 +7,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 PY=${PYTHON:-python3}
+case $PY in */*) PY=$(realpath "$PY") ;; esac
 PIP="$PY -m pip --disable-pip-version-check"
 PIPI="$PIP install -c $ROOT/requirements/constraints.txt"
 MMCV_VERSION=2.1.0
-stamp=".install.stamp"
 
-have() { $PY - "$@" <<'PYEOF' >/dev/null 2>&1
+# Checks run from / so that this checkout's own folder does not shadow the install.
+have() { (cd / && $PY - "$@") <<'PYEOF' >/dev/null 2>&1
 import importlib, sys
 for name in sys.argv[1:]:
     importlib.import_module(name)
@@ -20,7 +21,7 @@ PYEOF
 }
 
 # Fast path: everything already importable and this checkout installed.
-if have mmcv.ops mmdet mmseg mmpretrain.models mmvisattn pytest && [ "$($PY -c 'import mmvisattn,os;print(os.path.realpath(os.path.dirname(mmvisattn.__file__)))')" = "$(realpath mmvisattn)" ]; then
+if have mmcv.ops mmdet mmseg mmpretrain.models mmvisattn pytest && [ "$(cd / && $PY -c 'import mmvisattn,os;print(os.path.realpath(os.path.dirname(mmvisattn.__file__)))')" = "$(realpath mmvisattn)" ]; then
   echo "[install] stack already present; nothing to do"
   exit 0
 fi

@@ -56,6 +56,11 @@ def main():
         Config.fromfile(args.config), args.config, args.work_dir,
         args.cfg_options, args.launcher)
     if args.amp:
+        import torch
+        if not torch.cuda.is_available():
+            raise SystemExit('--amp: mixed precision training uses mmengine\'s '
+                             'AmpOptimWrapper, which needs a GPU (CUDA/NPU/'
+                             'MLU); none is visible here')
         cfg.optim_wrapper.type = 'AmpOptimWrapper'
         cfg.optim_wrapper.setdefault('loss_scale', 'dynamic')
     if args.auto_scale_lr:

@@ -13,7 +13,7 @@ metainfo = dict(
     palette=[(40, 200, 40), (220, 40, 40), (30, 140, 220)])
 num_classes = len(metainfo['classes'])
 image_size = (160, 160)
-max_iters = 240
+max_iters = 200
 
 model = dict(
     backbone=dict(init_cfg=None, drop_path_rate=0.1),
@@ -21,18 +21,17 @@ model = dict(
     train_cfg=dict(
         rpn_proposal=dict(nms_pre=1000, max_per_img=256),
         rcnn=[
-            dict(sampler=dict(num=128)),
-            dict(sampler=dict(num=128)),
-            dict(sampler=dict(num=128)),
+            dict(stage, sampler=dict(stage['sampler'], num=32))
+            for stage in _base_.model.train_cfg.rcnn
         ]),
     test_cfg=dict(
         rpn=dict(nms_pre=500, max_per_img=100),
         rcnn=dict(max_per_img=20)),
     roi_head=dict(
+        # lists replace rather than merge: rebuild the paper's heads
         bbox_head=[
-            dict(num_classes=num_classes),
-            dict(num_classes=num_classes),
-            dict(num_classes=num_classes),
+            dict(head, num_classes=num_classes)
+            for head in _base_.model.roi_head.bbox_head
         ],
         mask_head=dict(num_classes=num_classes)))
 
@@ -65,7 +64,7 @@ train_dataloader = dict(
         ann_file='annotations/instances_train.json',
         data_prefix=dict(img='images/train/'),
         pipeline=train_pipeline))
-val_dataloader = dict(
+test_dataloader = dict(
     batch_size=1,
     num_workers=0,
     persistent_workers=False,
@@ -75,13 +74,13 @@ val_dataloader = dict(
         ann_file='annotations/instances_val.json',
         data_prefix=dict(img='images/val/'),
         pipeline=test_pipeline))
-test_dataloader = val_dataloader
-val_evaluator = dict(ann_file=data_root + 'annotations/instances_val.json')
-test_evaluator = val_evaluator
+test_evaluator = dict(ann_file=data_root + 'annotations/instances_val.json')
+# Evaluation is tools/test.py's job: no validation inside the training run.
+val_dataloader = None
+val_evaluator = None
+val_cfg = None
 
-train_cfg = dict(
-    _delete_=True, type='IterBasedTrainLoop', max_iters=max_iters,
-    val_interval=max_iters + 1)  # evaluation is tools/test.py's job
+train_cfg = dict(_delete_=True, type='IterBasedTrainLoop', max_iters=max_iters)
 param_scheduler = [
     dict(type='LinearLR', start_factor=0.01, by_epoch=False, begin=0,
          end=30),

@@ -1,4 +1,6 @@
 """Import-time fixes that make the OpenMMLab 2.x stack work on current torch."""
+import pickle
+
 import numpy as np
 import torch
 
@@ -15,6 +17,22 @@ def _numpy_pickle_globals():
     return found
 
 
+def _history_buffer_getattr(obj, name):
+    """Stands in for ``builtins.getattr`` inside ``torch.load(weights_only=True)``.
+
+    mmengine pickles ``HistoryBuffer``'s statistics methods (min, max, mean,
+    current) as ``getattr(HistoryBuffer, 'min')``. Allow-listing ``getattr``
+    itself would let a checkpoint reach any attribute of any allowed object;
+    this resolves exactly the public methods of ``HistoryBuffer``.
+    """
+    from mmengine.logging import HistoryBuffer
+    if obj is HistoryBuffer and not name.startswith('_') and callable(
+            getattr(HistoryBuffer, name, None)):
+        return getattr(HistoryBuffer, name)
+    raise pickle.UnpicklingError(
+        f'weights_only load: getattr({obj!r}, {name!r}) is not allowed')
+
+
 def register_safe_globals():
     """Let ``torch.load(weights_only=True)`` read full mmengine checkpoints.
 
@@ -22,14 +40,16 @@ def register_safe_globals():
     does not pass ``weights_only`` and its checkpoints pickle numpy scalars and
     arrays (in ``meta`` and the message hub) and ``HistoryBuffer`` objects, so
     ``resume``, ``load_from`` and ``init_cfg=dict(type='Pretrained')`` failed
-    with ``Unsupported global``. Allow-listing exactly these types keeps the
-    safe loader on, instead of switching it off for every file.
+    with ``Unsupported global``. Allow-listing exactly these types (and a
+    getattr restricted to ``HistoryBuffer``'s methods) keeps the safe loader
+    on, instead of switching it off for every file.
     """
     add = getattr(torch.serialization, 'add_safe_globals', None)
     if add is None:  # torch<2.4: full unpickling is the default anyway
         return
     from mmengine.logging import HistoryBuffer
-    add([HistoryBuffer, *_numpy_pickle_globals()])
+    add([HistoryBuffer, *_numpy_pickle_globals(),
+         (_history_buffer_getattr, 'builtins.getattr')])
 
 
 def register_config_package():

@@ -45,8 +45,7 @@ model = dict(
         drop_path_rate=0.2,
         patch_norm=True,
         out_indices=(0, 1, 2, 3),
-        with_cp=False,
-        init_cfg=None),
+        with_cp=False),
     neck=dict(in_channels=[96, 192, 384, 768]),
     roi_head=dict(bbox_head=[
         _bbox_head([0.1, 0.1, 0.2, 0.2]),

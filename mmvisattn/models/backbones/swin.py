@@ -1,5 +1,5 @@
 """Swin Transformer backbone for dense prediction (Liu et al., ICCV 2021)."""
-from typing import Dict, List, Optional, Sequence, Union
+from typing import Dict, Optional, Sequence, Tuple, Union
 
 import torch
 import torch.nn as nn
@@ -194,7 +194,7 @@ class SwinTransformer(BaseModule):
                 'type') == 'Pretrained':
             self._load_pretrained(self.init_cfg['checkpoint'])
             return
-        super().init_weights()
+        super().init_weights()  # WindowMSA initialises its bias tables
         if self.init_cfg is None:
             for m in self.modules():
                 if isinstance(m, nn.Linear):
@@ -203,9 +203,6 @@ class SwinTransformer(BaseModule):
                         nn.init.zeros_(m.bias)
                 elif isinstance(m, nn.LayerNorm):
                     constant_init(m, 1.0, 0.)
-            for block in self.modules():
-                if hasattr(block, 'relative_position_bias_table'):
-                    trunc_normal_(block.relative_position_bias_table, std=.02)
             if self.use_abs_pos_embed:
                 trunc_normal_(self.absolute_pos_embed, std=.02)
 
@@ -275,7 +272,7 @@ class SwinTransformer(BaseModule):
                             align_corners=False)
         return pos.flatten(2).transpose(1, 2)
 
-    def forward(self, x: torch.Tensor) -> List[torch.Tensor]:
+    def forward(self, x: torch.Tensor) -> Tuple[torch.Tensor, ...]:
         x, hw_shape = self.patch_embed(x)
         if self.use_abs_pos_embed:
             x = x + self._abs_pos_embed(hw_shape)
@@ -290,4 +287,4 @@ class SwinTransformer(BaseModule):
                         0, 3, 1, 2).contiguous())
             if stage.downsample is not None:
                 x, hw_shape = stage.downsample(x, hw_shape)
-        return outs
+        return tuple(outs)  # tuple: what mmdet, mmseg and mmpretrain necks all take

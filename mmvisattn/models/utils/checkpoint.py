@@ -1,4 +1,5 @@
 """Loading pretrained weights into a backbone, with errors that name the problem."""
+import re
 from collections import OrderedDict
 from typing import Callable, Dict, Iterable, Optional
 
@@ -30,10 +31,20 @@ def extract_state_dict(checkpoint, prefix: str = 'backbone.'
     return state
 
 
+def _natural_key(key: str):
+    return [int(t) if t.isdigit() else t for t in re.split(r'(\d+)', key)]
+
+
 def _describe(keys: Iterable[str], limit: int = 8) -> str:
-    keys = sorted(keys)
-    more = f' ... and {len(keys) - limit} more' if len(keys) > limit else ''
-    return ', '.join(keys[:limit]) + more
+    """Short listing: keys grouped by module (e.g. ``layers.2.blocks.6.*``)."""
+    groups = OrderedDict()
+    for key in sorted(keys, key=_natural_key):
+        parts = key.split('.')
+        group = '.'.join(parts[:4]) + ('.*' if len(parts) > 4 else '')
+        groups[group] = groups.get(group, 0) + 1
+    names = list(groups)
+    more = f' ... and {len(names) - limit} more' if len(names) > limit else ''
+    return ', '.join(names[:limit]) + more
 
 
 def load_pretrained(model: nn.Module,
