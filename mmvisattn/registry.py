@@ -5,6 +5,7 @@ config in mmdet's or mmseg's scope reaches our modules as
 ``type='mmvisattn.SwinTransformer'`` once ``mmvisattn`` is imported (for example
 through ``custom_imports=dict(imports=['mmvisattn'])``).
 """
+from mmengine.registry import MODEL_WRAPPERS as MMENGINE_MODEL_WRAPPERS
 from mmengine.registry import MODELS as MMENGINE_MODELS
 from mmengine.registry import Registry
 
@@ -13,3 +14,9 @@ MODELS = Registry(
     parent=MMENGINE_MODELS,
     scope='mmvisattn',
     locations=['mmvisattn.models'])
+
+MODEL_WRAPPERS = Registry(
+    'model_wrapper',
+    parent=MMENGINE_MODEL_WRAPPERS,
+    scope='mmvisattn',
+    locations=['mmvisattn.utils.cpu_distributed'])

@@ -2,7 +2,10 @@
 import os.path as osp
 from typing import Optional
 
+import torch
 from mmengine.config import Config
+
+from .cpu_distributed import init_cpu_distributed
 
 _SCOPES = ('mmdet', 'mmseg', 'mmpretrain')
 
@@ -20,6 +23,8 @@ def prepare_config(cfg: Config, config_path: str,
             f'{config_path}: default_scope={scope!r}; expected one of '
             f'{_SCOPES} (inherit mmdet::/mmseg:: default_runtime)')
     cfg.launcher = launcher
+    if launcher == 'pytorch' and not torch.cuda.is_available():
+        init_cpu_distributed(cfg)
     if work_dir is not None:
         cfg.work_dir = work_dir
     elif cfg.get('work_dir') is None:
