@@ -97,3 +97,4 @@ default_hooks = dict(
     logger=dict(interval=10),
     checkpoint=dict(by_epoch=False, interval=max_iters, max_keep_ckpts=1))
 log_processor = dict(by_epoch=False)
+randomness = dict(seed=0)

@@ -51,3 +51,25 @@ def swin_to_official(state_dict: Dict[str, torch.Tensor],
             continue  # extra output norms have no official counterpart
         out[key] = value
     return out
+
+
+def swin_to_mmdet(state_dict: Dict[str, torch.Tensor],
+                  num_stages: int = 4) -> 'OrderedDict[str, torch.Tensor]':
+    """Our backbone keys -> mmdet 3.x ``SwinTransformer`` keys.
+
+    Goes through the official layout and mmdet's own ``swin_converter`` (which
+    also reorders the patch-merging weights into ``nn.Unfold`` order), so a
+    comparison against mmdet tests our layout against theirs, not against a
+    mapping of our own.
+    """
+    from mmdet.models.backbones.swin import swin_converter
+    converted = swin_converter(swin_to_official(state_dict, num_stages))
+    out = OrderedDict()
+    for key, value in converted.items():
+        key = key[len('backbone.'):]
+        if not key.startswith('norm.'):
+            out[key] = value
+    for key, value in state_dict.items():  # output norms keep their names
+        if re.match(r'norm\d+\.', key):
+            out[key] = value
+    return out
