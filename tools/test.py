@@ -4,14 +4,13 @@
                          [--cfg-options k=v ...] [--launcher pytorch]
 """
 import argparse
-import os
 import os.path as osp
 
-from mmengine.config import Config, DictAction
+from mmengine.config import Config
 from mmengine.runner import Runner
 
 import mmvisattn  # noqa: F401
-from mmvisattn.utils.tools import prepare_config
+from mmvisattn.utils.tools import parse_tool_args, prepare_config
 
 
 def parse_args():
@@ -21,20 +20,7 @@ def parse_args():
     parser.add_argument('--work-dir', help='where to save the metrics')
     parser.add_argument(
         '--out', help='dump raw predictions to this pickle file')
-    parser.add_argument(
-        '--cfg-options',
-        nargs='+',
-        action=DictAction,
-        help='override config entries')
-    parser.add_argument(
-        '--launcher',
-        choices=['none', 'pytorch', 'slurm', 'mpi'],
-        default='none',
-        help='job launcher (torchrun: pytorch)')
-    parser.add_argument('--local_rank', '--local-rank', type=int, default=0)
-    args = parser.parse_args()
-    os.environ.setdefault('LOCAL_RANK', str(args.local_rank))
-    return args
+    return parse_tool_args(parser)
 
 
 def main():

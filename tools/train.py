@@ -7,15 +7,14 @@ The config's ``default_scope`` (mmdet or mmseg) decides whose models,
 datasets and metrics are used; mmvisattn's backbones are imported first.
 """
 import argparse
-import os
 import os.path as osp
 
-from mmengine.config import Config, DictAction
+from mmengine.config import Config
 from mmengine.registry import RUNNERS
 from mmengine.runner import Runner
 
 import mmvisattn  # noqa: F401  (registry, `mmvisattn::` configs, safe loading)
-from mmvisattn.utils.tools import prepare_config
+from mmvisattn.utils.tools import parse_tool_args, prepare_config
 
 
 def parse_args():
@@ -34,20 +33,7 @@ def parse_args():
     parser.add_argument(
         '--auto-scale-lr', action='store_true',
         help='scale the lr by the real batch size / base_batch_size')
-    parser.add_argument(
-        '--cfg-options',
-        nargs='+',
-        action=DictAction,
-        help='override config entries, e.g. train_cfg.max_iters=10')
-    parser.add_argument(
-        '--launcher',
-        choices=['none', 'pytorch', 'slurm', 'mpi'],
-        default='none',
-        help='job launcher (torchrun: pytorch)')
-    parser.add_argument('--local_rank', '--local-rank', type=int, default=0)
-    args = parser.parse_args()
-    os.environ.setdefault('LOCAL_RANK', str(args.local_rank))
-    return args
+    return parse_tool_args(parser)
 
 
 def main():

@@ -1,13 +1,33 @@
-"""Config handling shared by tools/train.py and tools/test.py."""
+"""Command line and config handling shared by tools/train.py and tools/test.py."""
+import argparse
+import os
 import os.path as osp
 from typing import Optional
 
 import torch
-from mmengine.config import Config
+from mmengine.config import Config, DictAction
 
 from .cpu_distributed import init_cpu_distributed
 
 _SCOPES = ('mmdet', 'mmseg', 'mmpretrain')
+
+
+def parse_tool_args(parser: argparse.ArgumentParser) -> argparse.Namespace:
+    """Add the options every tool shares, parse, and export LOCAL_RANK."""
+    parser.add_argument(
+        '--cfg-options',
+        nargs='+',
+        action=DictAction,
+        help='override config entries, e.g. train_cfg.max_iters=10')
+    parser.add_argument(
+        '--launcher',
+        choices=['none', 'pytorch', 'slurm', 'mpi'],
+        default='none',
+        help='job launcher (torchrun: pytorch)')
+    parser.add_argument('--local_rank', '--local-rank', type=int, default=0)
+    args = parser.parse_args()
+    os.environ.setdefault('LOCAL_RANK', str(args.local_rank))
+    return args
 
 
 def prepare_config(cfg: Config, config_path: str,
