@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 PY=${PYTHON:-python3}
-case $PY in */*) PY=$(realpath "$PY") ;; esac
+case $PY in */*) PY="$(cd "$(dirname "$PY")" && pwd)/$(basename "$PY")" ;; esac  # absolute, links kept (venvs)
 PIP="$PY -m pip --disable-pip-version-check"
 PIPI="$PIP install -c $ROOT/requirements/constraints.txt"
 MMCV_VERSION=2.1.0
