@@ -16,7 +16,8 @@ def _init(model, seed=0):
         for name, p in model.named_parameters():
             if 'norm' in name or 'relative_position_bias_table' in name:
                 p.add_(torch.randn_like(p) * 0.1)
-    return model.eval()
+    model.eval()  # mmdet's/mmseg's train() returns None, so no chaining
+    return model
 
 
 def official_state_dict(model, num_classes=1000):
@@ -132,6 +133,39 @@ def test_loads_whole_detector_checkpoint(tmp_path, swin_t):
     model.init_weights()
     for key, value in model.state_dict().items():
         torch.testing.assert_close(value, swin_t.state_dict()[key])
+
+
+def _reference_swin(library):
+    if library == 'mmdet':
+        from mmdet.models.backbones import SwinTransformer as Ref
+        return Ref(drop_path_rate=0.)
+    if library == 'mmseg':
+        from mmseg.models.backbones import SwinTransformer as Ref
+        return Ref(drop_path_rate=0.)
+    from mmpretrain.models import SwinTransformer as Ref
+    return Ref(arch='tiny', drop_path_rate=0., out_indices=(0, 1, 2, 3),
+               pad_small_map=True)  # pad like detection, not shrink
+
+
+@pytest.mark.parametrize('library', ['mmdet', 'mmseg', 'mmpretrain'])
+def test_loads_openmmlab_swin_checkpoints(tmp_path, library):
+    """A whole mmdet detector / mmseg segmentor / mmpretrain classifier
+    checkpoint (their Swin layout: stages, w_msa, ffn, Unfold-order patch
+    merging) loads into ours and gives the same features."""
+    ref = _init(_reference_swin(library))
+    state = {f'backbone.{k}': v for k, v in ref.state_dict().items()}
+    state['head.fc.weight'] = torch.zeros(10, 768)  # not a backbone key
+    path = tmp_path / f'{library}.pth'
+    torch.save({'state_dict': state, 'meta': {}}, path)
+    ours = SwinTransformer(
+        arch='tiny', drop_path_rate=0.,
+        init_cfg=dict(type='Pretrained', checkpoint=str(path)))
+    ours.init_weights()
+    ours.eval()
+    x = torch.randn(1, 3, 160, 224)
+    with torch.no_grad():
+        for a, b in zip(ours(x), ref(x)):
+            torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-4)
 
 
 def test_wrong_architecture_checkpoint_is_refused(tmp_path):

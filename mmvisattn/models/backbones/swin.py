@@ -14,7 +14,8 @@ from mmvisattn.ops import resize_relative_position_table
 from mmvisattn.registry import MODELS
 from ..layers import PatchEmbed, PatchMerging, SwinBlock
 from ..utils import load_pretrained, swin_official_to_mmvisattn
-from ..utils.swin_convert import is_official_swin
+from ..utils.swin_convert import (is_official_swin, is_openmmlab_swin,
+                                  swin_openmmlab_to_mmvisattn)
 
 
 class SwinStage(BaseModule):
@@ -77,9 +78,11 @@ class SwinTransformer(BaseModule):
             also freezes stages 1..k and their output norms.
         norm_eval: keep BatchNorm layers (e.g. from a plugin) in eval mode.
         init_cfg: ``dict(type='Pretrained', checkpoint=PATH_OR_URL)`` loads an
-            official release checkpoint (``model``), an mmengine checkpoint or
-            a whole detector/segmentor (``backbone.`` keys); relative
-            position tables are resized when the window differs.
+            official release checkpoint (``model``), a checkpoint of mmdet's,
+            mmseg's or mmpretrain's Swin (also whole detectors, segmentors
+            and classifiers: ``backbone.`` keys) or one of ours; the layout
+            is detected from the keys, relative position tables are resized
+            when the window differs.
     """
     arch_zoo: Dict[str, dict] = {
         'tiny': dict(embed_dims=96, depths=(2, 2, 6, 2),
@@ -209,6 +212,8 @@ class SwinTransformer(BaseModule):
     def _convert_checkpoint(self, state: dict) -> dict:
         if is_official_swin(state):
             state = swin_official_to_mmvisattn(state, len(self.depths))
+        elif is_openmmlab_swin(state):  # mmdet / mmseg / mmpretrain
+            state = swin_openmmlab_to_mmvisattn(state)
         else:  # our own layout; drop derived buffers saved by other tools
             state = {k: v for k, v in state.items()
                      if not k.endswith(('relative_position_index',

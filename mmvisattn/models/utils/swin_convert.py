@@ -1,8 +1,10 @@
-"""Key mapping between the official Swin release layout and ours.
+"""Key mapping between the Swin checkpoint layouts in circulation and ours.
 
-Ours is the official layout except that the MLP is mmcv's ``FFN``
+Ours is the official release layout except that the MLP is mmcv's ``FFN``
 (``mlp.layers.0.0`` / ``mlp.layers.1``) and each output has its own norm
 (``norm{i}``; the classifier's final ``norm`` becomes ``norm3``).
+mmdet, mmseg and mmpretrain share another layout (``stages``, ``w_msa``,
+``ffn``, ``projection``, patch merging in ``nn.Unfold`` order).
 """
 import re
 from collections import OrderedDict
@@ -72,4 +74,47 @@ def swin_to_mmdet(state_dict: Dict[str, torch.Tensor],
     for key, value in state_dict.items():  # output norms keep their names
         if re.match(r'norm\d+\.', key):
             out[key] = value
+    return out
+
+
+# mmdet/mmseg/mmpretrain merge 2x2 patches with nn.Unfold, whose channel
+# order swaps the 2nd and 3rd of the four neighbours; the swap is its own
+# inverse.
+_UNFOLD_ORDER = [0, 2, 1, 3]
+
+
+def _unfold_to_official_reduction(weight: torch.Tensor) -> torch.Tensor:
+    out_ch, in_ch = weight.shape
+    weight = weight.reshape(out_ch, in_ch // 4, 4).transpose(1, 2)
+    return weight[:, _UNFOLD_ORDER, :].reshape(out_ch, in_ch)
+
+
+def _unfold_to_official_norm(param: torch.Tensor) -> torch.Tensor:
+    ch = param.shape[0]
+    param = param.reshape(ch // 4, 4).transpose(0, 1)
+    return param[_UNFOLD_ORDER, :].reshape(ch)
+
+
+def is_openmmlab_swin(state_dict: Dict[str, torch.Tensor]) -> bool:
+    """The layout of mmdet's, mmseg's and mmpretrain's SwinTransformer."""
+    return any('.attn.w_msa.' in k for k in state_dict)
+
+
+def swin_openmmlab_to_mmvisattn(state_dict: Dict[str, torch.Tensor]
+                                ) -> 'OrderedDict[str, torch.Tensor]':
+    """mmdet/mmseg/mmpretrain Swin backbone keys -> ours."""
+    out = OrderedDict()
+    for key, value in state_dict.items():
+        if key.startswith('head.') or _DERIVED.search(key):
+            continue
+        key = key.replace('patch_embed.projection.', 'patch_embed.proj.')
+        key = key.replace('.attn.w_msa.', '.attn.')
+        key = key.replace('.ffn.layers.', '.mlp.layers.')
+        if key.startswith('stages.'):
+            key = 'layers.' + key[len('stages.'):]
+        if '.downsample.reduction.' in key:
+            value = _unfold_to_official_reduction(value)
+        elif '.downsample.norm.' in key:
+            value = _unfold_to_official_norm(value)
+        out[key] = value
     return out
