@@ -56,7 +56,26 @@ def register_config_package():
     """Make ``_base_ = 'mmvisattn::<dir>/<config>.py'`` resolvable.
 
     mmengine resolves ``pkg::`` only for packages listed in its
-    ``MODULE2PACKAGE`` table; the configs live in ``mmvisattn/.mim/configs``.
+    ``MODULE2PACKAGE`` table, and finds the package folder through
+    ``pkg_resources`` as ``<distribution location>/<name>``. For a PEP 660
+    editable install that is ``site-packages/mmvisattn``, which does not
+    exist (the code stays in the checkout). So for our own package the
+    folder is taken from the imported module itself; every other package
+    goes through mmengine's lookup unchanged. The configs live in
+    ``mmvisattn/.mim/configs``.
     """
+    import os.path as osp
+
+    import mmengine.config.config as mmengine_config
     from mmengine.config.utils import MODULE2PACKAGE
     MODULE2PACKAGE.setdefault('mmvisattn', 'mmvisattn')
+    lookup = mmengine_config.get_installed_path
+    if getattr(lookup, '_mmvisattn', False):
+        return
+    here = osp.dirname(osp.dirname(osp.abspath(__file__)))
+
+    def get_installed_path(package: str) -> str:
+        return here if package == 'mmvisattn' else lookup(package)
+
+    get_installed_path._mmvisattn = True
+    mmengine_config.get_installed_path = get_installed_path
