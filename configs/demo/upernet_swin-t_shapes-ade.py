@@ -80,8 +80,7 @@ param_scheduler = [
     dict(type='PolyLR', power=1.0, begin=20, end=max_iters, eta_min=0.0,
          by_epoch=False)
 ]
-train_cfg = dict(type='IterBasedTrainLoop', max_iters=max_iters,
-                 val_interval=max_iters)
+train_cfg = dict(type='IterBasedTrainLoop', max_iters=max_iters)
 default_hooks = dict(
     logger=dict(interval=10),
     checkpoint=dict(by_epoch=False, interval=max_iters, max_keep_ckpts=1))

@@ -30,21 +30,18 @@ def build_pair(arch):
     return ours, theirs
 
 
-def timed(fn, repeats):
-    fn()  # warm-up (allocator, caches)
-    out = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - start)
-    return out
+def timed(fn):
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
 
 
 def compare(name, ours_fn, theirs_fn, repeats):
+    ours_fn(), theirs_fn()  # warm-up once (allocator, caches)
     ours_t, theirs_t = [], []
     for _ in range(repeats):  # alternate so drift hits both alike
-        ours_t += timed(ours_fn, 1)
-        theirs_t += timed(theirs_fn, 1)
+        ours_t.append(timed(ours_fn))
+        theirs_t.append(timed(theirs_fn))
     a, b = statistics.median(ours_t), statistics.median(theirs_t)
     print(f'{name:<38} mmvisattn {a:8.3f}s  mmdet {b:8.3f}s  '
           f'ratio mmvisattn/mmdet {a / b:5.2f}')

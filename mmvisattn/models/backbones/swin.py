@@ -14,7 +14,8 @@ from mmvisattn.ops import resize_relative_position_table
 from mmvisattn.registry import MODELS
 from ..layers import PatchEmbed, PatchMerging, SwinBlock
 from ..utils import load_pretrained, swin_official_to_mmvisattn
-from ..utils.swin_convert import (is_official_swin, is_openmmlab_swin,
+from ..utils.swin_convert import (drop_derived_buffers, is_official_swin,
+                                  is_openmmlab_swin,
                                   swin_openmmlab_to_mmvisattn)
 
 
@@ -215,9 +216,7 @@ class SwinTransformer(BaseModule):
         elif is_openmmlab_swin(state):  # mmdet / mmseg / mmpretrain
             state = swin_openmmlab_to_mmvisattn(state)
         else:  # our own layout; drop derived buffers saved by other tools
-            state = {k: v for k, v in state.items()
-                     if not k.endswith(('relative_position_index',
-                                        'attn_mask'))}
+            state = drop_derived_buffers(state)
         own = self.state_dict()
         for key, value in list(state.items()):
             if key.endswith('relative_position_bias_table') and key in own \

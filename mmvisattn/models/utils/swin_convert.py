@@ -19,6 +19,13 @@ _DERIVED = re.compile(r'(relative_position_index|relative_coords_table|'
                       r'attn_mask)$')
 
 
+def drop_derived_buffers(state_dict: Dict[str, torch.Tensor]
+                         ) -> 'OrderedDict[str, torch.Tensor]':
+    """Without the buffers every Swin rebuilds itself (index, masks)."""
+    return OrderedDict(
+        (k, v) for k, v in state_dict.items() if not _DERIVED.search(k))
+
+
 def is_official_swin(state_dict: Dict[str, torch.Tensor]) -> bool:
     return any('.mlp.fc1.' in k for k in state_dict)
 
@@ -28,8 +35,8 @@ def swin_official_to_mmvisattn(state_dict: Dict[str, torch.Tensor],
                                ) -> 'OrderedDict[str, torch.Tensor]':
     """Official classification checkpoint -> our backbone keys (head dropped)."""
     out = OrderedDict()
-    for key, value in state_dict.items():
-        if key.startswith('head.') or _DERIVED.search(key):
+    for key, value in drop_derived_buffers(state_dict).items():
+        if key.startswith('head.'):
             continue
         for old, new in _MLP_OFFICIAL_TO_OURS:
             key = key.replace(old, new)
@@ -104,8 +111,8 @@ def swin_openmmlab_to_mmvisattn(state_dict: Dict[str, torch.Tensor]
                                 ) -> 'OrderedDict[str, torch.Tensor]':
     """mmdet/mmseg/mmpretrain Swin backbone keys -> ours."""
     out = OrderedDict()
-    for key, value in state_dict.items():
-        if key.startswith('head.') or _DERIVED.search(key):
+    for key, value in drop_derived_buffers(state_dict).items():
+        if key.startswith('head.'):
             continue
         key = key.replace('patch_embed.projection.', 'patch_embed.proj.')
         key = key.replace('.attn.w_msa.', '.attn.')
