@@ -13,10 +13,8 @@ from torch.nn.modules.batchnorm import _BatchNorm
 from mmvisattn.ops import resize_relative_position_table
 from mmvisattn.registry import MODELS
 from ..layers import PatchEmbed, PatchMerging, SwinBlock
-from ..utils import load_pretrained, swin_official_to_mmvisattn
-from ..utils.swin_convert import (drop_derived_buffers, is_official_swin,
-                                  is_openmmlab_swin,
-                                  swin_openmmlab_to_mmvisattn)
+from ..utils import load_pretrained
+from ..utils.swin_convert import swin_any_to_mmvisattn
 
 
 class SwinStage(BaseModule):
@@ -211,12 +209,7 @@ class SwinTransformer(BaseModule):
                 trunc_normal_(self.absolute_pos_embed, std=.02)
 
     def _convert_checkpoint(self, state: dict) -> dict:
-        if is_official_swin(state):
-            state = swin_official_to_mmvisattn(state, len(self.depths))
-        elif is_openmmlab_swin(state):  # mmdet / mmseg / mmpretrain
-            state = swin_openmmlab_to_mmvisattn(state)
-        else:  # our own layout; drop derived buffers saved by other tools
-            state = drop_derived_buffers(state)
+        state = swin_any_to_mmvisattn(state, len(self.depths))
         own = self.state_dict()
         for key, value in list(state.items()):
             if key.endswith('relative_position_bias_table') and key in own \

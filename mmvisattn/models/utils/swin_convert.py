@@ -125,3 +125,15 @@ def swin_openmmlab_to_mmvisattn(state_dict: Dict[str, torch.Tensor]
             value = _unfold_to_official_norm(value)
         out[key] = value
     return out
+
+
+def swin_any_to_mmvisattn(state_dict: Dict[str, torch.Tensor],
+                          num_stages: int = 4
+                          ) -> 'OrderedDict[str, torch.Tensor]':
+    """Detect the layout of a Swin state dict and convert it to ours."""
+    if is_official_swin(state_dict):
+        return swin_official_to_mmvisattn(state_dict, num_stages)
+    if is_openmmlab_swin(state_dict):  # mmdet / mmseg / mmpretrain
+        return swin_openmmlab_to_mmvisattn(state_dict)
+    # our own layout; drop derived buffers saved by other tools
+    return drop_derived_buffers(state_dict)
