@@ -5,6 +5,9 @@ Ours is the official release layout except that the MLP is mmcv's ``FFN``
 (``norm{i}``; the classifier's final ``norm`` becomes ``norm3``).
 mmdet, mmseg and mmpretrain share another layout (``stages``, ``w_msa``,
 ``ffn``, ``projection``, patch merging in ``nn.Unfold`` order).
+timm >= 0.9 keeps the official names but opens each stage i > 0 with the
+patch merging that the official model closes stage i - 1 with, and calls
+the classifier ``head.fc`` (its merging order equals the official one).
 """
 import re
 from collections import OrderedDict
@@ -26,8 +29,42 @@ def drop_derived_buffers(state_dict: Dict[str, torch.Tensor]
         (k, v) for k, v in state_dict.items() if not _DERIVED.search(k))
 
 
-def is_official_swin(state_dict: Dict[str, torch.Tensor]) -> bool:
+def _has_official_block_names(state_dict: Dict[str, torch.Tensor]) -> bool:
+    """``mlp.fc1``: shared by the official release and timm."""
     return any('.mlp.fc1.' in k for k in state_dict)
+
+
+_DOWNSAMPLE_KEY = re.compile(r'^layers\.(\d+)\.downsample\.')
+
+
+def _downsample_stages(state_dict: Dict[str, torch.Tensor]) -> set:
+    """Indices ``i`` of the ``layers.{i}.downsample.*`` keys."""
+    return {
+        int(m.group(1))
+        for m in map(_DOWNSAMPLE_KEY.match, state_dict) if m
+    }
+
+
+def is_timm_swin(state_dict: Dict[str, torch.Tensor]) -> bool:
+    """timm >= 0.9 layout: official names, merging at the start of a stage.
+
+    Decided by structure, not by the head (headless checkpoints exist): the
+    official model merges after stages 0..n-2, timm before stages 1..n-1, so
+    only the official one has ``layers.0.downsample``. Without any merging
+    (a one-stage model) only timm's ``head.fc`` tells them apart.
+    """
+    if not _has_official_block_names(state_dict):
+        return False
+    stages = _downsample_stages(state_dict)
+    if stages:
+        return 0 not in stages
+    return any(k.startswith('head.fc.') for k in state_dict)
+
+
+def is_official_swin(state_dict: Dict[str, torch.Tensor]) -> bool:
+    """microsoft/Swin-Transformer release layout (also timm < 0.9)."""
+    return _has_official_block_names(state_dict) and \
+        not is_timm_swin(state_dict)
 
 
 def swin_official_to_mmvisattn(state_dict: Dict[str, torch.Tensor],
@@ -107,9 +144,14 @@ def is_openmmlab_swin(state_dict: Dict[str, torch.Tensor]) -> bool:
     return any('.attn.w_msa.' in k for k in state_dict)
 
 
-def swin_openmmlab_to_mmvisattn(state_dict: Dict[str, torch.Tensor]
+def swin_openmmlab_to_mmvisattn(state_dict: Dict[str, torch.Tensor],
+                                num_stages: int = 4
                                 ) -> 'OrderedDict[str, torch.Tensor]':
-    """mmdet/mmseg/mmpretrain Swin backbone keys -> ours."""
+    """mmdet/mmseg/mmpretrain Swin backbone keys -> ours.
+
+    Also takes mmcls 0.x classifiers, whose final norm is ``norm`` (not
+    ``norm{num_stages - 1}``) and which stored ``attn_mask`` buffers.
+    """
     out = OrderedDict()
     for key, value in drop_derived_buffers(state_dict).items():
         if key.startswith('head.'):
@@ -119,6 +161,8 @@ def swin_openmmlab_to_mmvisattn(state_dict: Dict[str, torch.Tensor]
         key = key.replace('.ffn.layers.', '.mlp.layers.')
         if key.startswith('stages.'):
             key = 'layers.' + key[len('stages.'):]
+        elif key.startswith('norm.'):
+            key = f'norm{num_stages - 1}.' + key[len('norm.'):]
         if '.downsample.reduction.' in key:
             value = _unfold_to_official_reduction(value)
         elif '.downsample.norm.' in key:
@@ -127,13 +171,75 @@ def swin_openmmlab_to_mmvisattn(state_dict: Dict[str, torch.Tensor]
     return out
 
 
+def _shift_downsample(key: str, offset: int) -> str:
+    """``layers.{i}.downsample.*`` -> ``layers.{i + offset}.downsample.*``."""
+    return _DOWNSAMPLE_KEY.sub(
+        lambda m: f'layers.{int(m.group(1)) + offset}.downsample.', key)
+
+
+def swin_timm_to_mmvisattn(state_dict: Dict[str, torch.Tensor],
+                           num_stages: int = 4
+                           ) -> 'OrderedDict[str, torch.Tensor]':
+    """timm >= 0.9 Swin keys -> ours (head dropped).
+
+    The inverse of timm's own ``checkpoint_filter_fn``: move each patch
+    merging back to the end of the previous stage, then it is the official
+    layout. No weight is reordered: timm merges the 2x2 neighbours in the
+    official order.
+    """
+    official = OrderedDict(
+        (_shift_downsample(k, -1), v) for k, v in state_dict.items())
+    return swin_official_to_mmvisattn(official, num_stages)
+
+
+def is_mmvisattn_swin(state_dict: Dict[str, torch.Tensor]) -> bool:
+    """Our layout: official names except the mmcv ``FFN`` MLP."""
+    return any(k.startswith('layers.') and '.mlp.layers.0.0.' in k
+               for k in state_dict)
+
+
+# Checked in this order; each test excludes the layouts checked before it.
+_LAYOUTS = (('timm', is_timm_swin), ('official', is_official_swin),
+            ('openmmlab', is_openmmlab_swin), ('mmvisattn', is_mmvisattn_swin))
+
+
+def detect_swin_layout(state_dict: Dict[str, torch.Tensor]) -> str:
+    """``'official'``, ``'timm'``, ``'openmmlab'`` (mmdet/mmseg/mmpretrain)
+    or ``'mmvisattn'``; a ``ValueError`` naming a few keys otherwise.
+
+    Expects the backbone's keys (``extract_state_dict`` strips wrappers).
+    """
+    for name, matches in _LAYOUTS:
+        if matches(state_dict):
+            return name
+    keys = list(state_dict)
+    shown = ', '.join(keys[:5]) + (f' ... ({len(keys)} keys)'
+                                   if len(keys) > 5 else '')
+    raise ValueError(
+        'not a Swin Transformer state dict in any known layout (official, '
+        f'timm, mmdet/mmseg/mmpretrain, mmvisattn); its keys: '
+        f'{shown or "none"}')
+
+
+_STAGE_KEY = re.compile(r'^(layers|stages)\.(\d+)\.')
+
+
+def count_swin_stages(state_dict: Dict[str, torch.Tensor]) -> int:
+    """Number of stages (``layers.{i}`` or ``stages.{i}``) in any layout."""
+    found = {int(m.group(2)) for m in map(_STAGE_KEY.match, state_dict) if m}
+    return max(found) + 1 if found else 0
+
+
 def swin_any_to_mmvisattn(state_dict: Dict[str, torch.Tensor],
                           num_stages: int = 4
                           ) -> 'OrderedDict[str, torch.Tensor]':
     """Detect the layout of a Swin state dict and convert it to ours."""
+    if is_timm_swin(state_dict):
+        return swin_timm_to_mmvisattn(state_dict, num_stages)
     if is_official_swin(state_dict):
         return swin_official_to_mmvisattn(state_dict, num_stages)
     if is_openmmlab_swin(state_dict):  # mmdet / mmseg / mmpretrain
-        return swin_openmmlab_to_mmvisattn(state_dict)
-    # our own layout; drop derived buffers saved by other tools
+        return swin_openmmlab_to_mmvisattn(state_dict, num_stages)
+    # Ours, or something else: passed on so that load_pretrained's error
+    # names the file and the keys that do not fit.
     return drop_derived_buffers(state_dict)

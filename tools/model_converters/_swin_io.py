@@ -1,0 +1,46 @@
+"""Reading Swin checkpoints for the converters; errors name the file."""
+from collections import OrderedDict
+
+import torch
+from mmengine.runner.checkpoint import CheckpointLoader
+
+from mmvisattn.models.utils import (count_swin_stages, detect_swin_layout,
+                                    extract_state_dict)
+
+
+TRUST_FILE_HELP = (
+    'unpickle SRC fully (torch.load weights_only=False) instead of the safe '
+    'loader: only for a file you trust, e.g. a timm train.py checkpoint, '
+    'which pickles its argparse.Namespace')
+
+
+def read_raw_checkpoint(path: str, trust_file: bool = False) -> dict:
+    """A local file or URL; ``.safetensors`` (timm's Hugging Face releases)
+    needs the ``safetensors`` package, everything else is a torch pickle."""
+    if path.endswith('.safetensors'):
+        from safetensors.torch import load_file
+        return load_file(path)
+    if trust_file:
+        return torch.load(path, map_location='cpu', weights_only=False)
+    return CheckpointLoader.load_checkpoint(path, map_location='cpu')
+
+
+def read_swin_state(path: str, trust_file: bool = False):
+    """``(layout, num_stages, backbone state)`` of a Swin checkpoint file.
+
+    Exits with a message naming ``path`` (and a few of its keys) when the
+    file cannot be read or holds no Swin Transformer.
+    """
+    try:
+        raw = read_raw_checkpoint(path, trust_file)
+    except Exception as err:  # any reader's error: name the file first
+        raise SystemExit(f'error: cannot read {path!r} as a checkpoint: '
+                         f'{type(err).__name__}: {err}')
+    try:
+        state = extract_state_dict(raw)
+        layout = detect_swin_layout(state)
+    except (TypeError, ValueError) as err:
+        raise SystemExit(f'error: {path!r} is not a Swin checkpoint: {err}')
+    tensors = OrderedDict(
+        (k, v) for k, v in state.items() if isinstance(v, torch.Tensor))
+    return layout, count_swin_stages(tensors), tensors
