@@ -1,12 +1,20 @@
 """Pure tensor functions shared by every backbone: windows, masks, attention."""
 from .attention import window_attention
-from .masks import shifted_window_mask
+from .masks import MASK_VALUE, padding_key_mask, shifted_window_mask
+from .performer import orthogonal_random_features, performer_attention
 from .relative_position import (relative_position_index,
                                 resize_relative_position_table)
-from .windows import pad_to_multiple, window_partition, window_reverse
+from .sliding import (sliding_relative_index,
+                      sliding_window_attention_blocked,
+                      sliding_window_attention_naive)
+from .windows import (SHIFT_MODES, WindowLayout, pad_to_multiple,
+                      window_layout, window_partition, window_reverse)
 
 __all__ = [
-    'window_partition', 'window_reverse', 'pad_to_multiple',
-    'shifted_window_mask', 'relative_position_index',
-    'resize_relative_position_table', 'window_attention'
+    'window_partition', 'window_reverse', 'pad_to_multiple', 'window_layout',
+    'WindowLayout', 'SHIFT_MODES', 'shifted_window_mask', 'padding_key_mask',
+    'MASK_VALUE', 'relative_position_index', 'resize_relative_position_table',
+    'window_attention', 'sliding_relative_index',
+    'sliding_window_attention_naive', 'sliding_window_attention_blocked',
+    'orthogonal_random_features', 'performer_attention'
 ]

@@ -11,15 +11,18 @@ def window_attention(q: torch.Tensor,
                      bias: Optional[torch.Tensor] = None,
                      mask: Optional[torch.Tensor] = None,
                      scale: Optional[float] = None,
-                     dropout_p: float = 0.) -> torch.Tensor:
+                     dropout_p: float = 0.,
+                     use_content: bool = True) -> torch.Tensor:
     """Multi-head self-attention inside each window.
 
     Args:
         q, k, v: (B, num_windows, heads, N, head_dim).
         bias: (heads, N, N) added to every window's logits (relative position).
-        mask: (num_windows, N, N) additive mask, one per window position
+        mask: (num_windows, N or 1, N) additive mask, one per window position
             (shared across the batch), e.g. from ``shifted_window_mask``.
         scale: logit scale, ``head_dim ** -0.5`` by default.
+        use_content: False drops the q.k term: softmax(bias + mask) v, the
+            "relative position without appearance" row of Table 4.
 
     Returns:
         (B, num_windows, heads, N, head_dim).
@@ -28,6 +31,18 @@ def window_attention(q: torch.Tensor,
     never keeps the (N, N) logits for backward on fused backends.
     """
     B, nW, heads, N, d = q.shape
+    if mask is not None and (mask.dim() != 3 or mask.shape[0] != nW
+                             or mask.shape[1] not in (1, N)
+                             or mask.shape[2] != N):
+        raise ValueError(f'window_attention: mask of shape {tuple(mask.shape)} '
+                         f'does not fit {nW} windows of {N} tokens')
+    if not use_content:
+        logits = torch.zeros(1, 1, 1, N, N, dtype=q.dtype, device=q.device)
+        if bias is not None:
+            logits = logits + bias.to(q.dtype)
+        if mask is not None:
+            logits = logits + mask.to(q.dtype)[None, :, None]
+        return F.dropout(logits.softmax(-1), dropout_p) @ v
     if mask is None:
         # Windows are independent: fold them into the batch, bias broadcasts.
         attn_mask = None if bias is None else bias.to(q.dtype).unsqueeze(0)
@@ -36,9 +51,6 @@ def window_attention(q: torch.Tensor,
             v.reshape(B * nW, heads, N, d), attn_mask=attn_mask,
             dropout_p=dropout_p, scale=scale)
         return out.view(B, nW, heads, N, d)
-    if mask.shape != (nW, N, N):
-        raise ValueError(f'window_attention: mask of shape {tuple(mask.shape)} '
-                         f'does not fit {nW} windows of {N} tokens')
     # Masks differ per window position: fold windows into the head axis so
     # one (1, nW*heads, N, N) mask broadcasts over the batch.
     attn_mask = mask.unsqueeze(1)

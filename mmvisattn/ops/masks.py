@@ -42,3 +42,14 @@ def shifted_window_mask(height: int, width: int, window_size: int,
     region_windows = window_partition(region, window_size)[0, ..., 0]
     diff = region_windows.unsqueeze(1) - region_windows.unsqueeze(2)
     return torch.zeros_like(diff).masked_fill_(diff != 0, MASK_VALUE)
+
+
+def padding_key_mask(frame_valid: torch.Tensor) -> torch.Tensor:
+    """(num_windows, 1, N) additive mask hiding padded keys of each window.
+
+    For the "padding" shift baseline: windows cut at the map border are
+    filled up with zeros that no query may attend to.
+    """
+    mask = torch.zeros(frame_valid.shape, dtype=torch.float32,
+                       device=frame_valid.device)
+    return mask.masked_fill_(~frame_valid, MASK_VALUE).unsqueeze(1)

@@ -13,6 +13,7 @@ from torch.nn.modules.batchnorm import _BatchNorm
 from mmvisattn.ops import resize_relative_position_table
 from mmvisattn.registry import MODELS
 from ..layers import PatchEmbed, PatchMerging, SwinBlock
+from ..layers.window_msa import check_variant
 from ..utils import load_pretrained
 from ..utils.swin_convert import swin_any_to_mmvisattn
 
@@ -68,9 +69,21 @@ class SwinTransformer(BaseModule):
         patch_norm: LayerNorm after patch embedding and in patch merging.
         drop_rate, attn_drop_rate: dropout rates.
         drop_path_rate: stochastic depth, rising linearly over all blocks.
-        use_abs_pos_embed: add an absolute position embedding (the paper's
-            "abs. pos." ablation); ``pretrain_img_size`` sets its grid,
-            resized bicubically to other inputs.
+        attn_type: ``'window'`` (default) | ``'sliding'`` (naive unfold) |
+            ``'sliding_blocked'`` (halo tiles, same result, no unfolded keys)
+            | ``'performer'`` (FAVOR+) | ``'global'`` (full MSA): Table 5.
+        shift_mode: ``'cyclic'`` (default: roll + batched mask) |
+            ``'padding'`` (pad shifted windows, mask the padding) |
+            ``'none'`` (no shifted blocks): Tables 4 and 5.
+        position: ``'relative'`` (default) | ``'absolute'`` | ``'none'`` |
+            ``'absolute+relative'`` | ``'relative_only'`` (bias without the
+            q.k term): the rows of Table 4.
+        attn_cfg: extra attention options, e.g. ``performer_features=256``
+            or ``chunk_tokens`` (rows per chunk on the CPU fast path).
+        use_abs_pos_embed: add an absolute position embedding (also implied
+            by ``position='absolute'``/``'absolute+relative'``);
+            ``pretrain_img_size`` sets its grid, resized bicubically to other
+            inputs.
         act_cfg, norm_cfg: activation and norm configs (mmcv builders).
         with_cp: gradient checkpointing per block (saves memory in training).
         frozen_stages: -1 trains all; 0 freezes the patch embedding; k>0
@@ -110,6 +123,10 @@ class SwinTransformer(BaseModule):
                  drop_rate: float = 0.,
                  attn_drop_rate: float = 0.,
                  drop_path_rate: float = 0.1,
+                 attn_type: str = 'window',
+                 shift_mode: str = 'cyclic',
+                 position: str = 'relative',
+                 attn_cfg: Optional[dict] = None,
                  use_abs_pos_embed: bool = False,
                  pretrain_img_size: int = 224,
                  act_cfg: dict = dict(type='GELU'),
@@ -141,6 +158,11 @@ class SwinTransformer(BaseModule):
             raise ValueError(f'frozen_stages={frozen_stages} exceeds the '
                              f'{num_stages} stages')
 
+        check_variant(attn_type, shift_mode, position)
+        use_abs_pos_embed = use_abs_pos_embed or position in (
+            'absolute', 'absolute+relative')
+        attn_cfg = dict(attn_cfg or {}, attn_type=attn_type,
+                        shift_mode=shift_mode, position=position)
         self.embed_dims = embed_dims
         self.depths = depths
         self.num_heads = num_heads
@@ -182,7 +204,8 @@ class SwinTransformer(BaseModule):
                     drop_rate=drop_rate,
                     attn_drop_rate=attn_drop_rate,
                     act_cfg=act_cfg,
-                    norm_cfg=norm_cfg))
+                    norm_cfg=norm_cfg,
+                    attn_cfg=attn_cfg))
         for i in out_indices:
             self.add_module(f'norm{i}',
                             build_norm_layer(norm_cfg,
@@ -196,7 +219,7 @@ class SwinTransformer(BaseModule):
                 'type') == 'Pretrained':
             self._load_pretrained(self.init_cfg['checkpoint'])
             return
-        super().init_weights()  # WindowMSA initialises its bias tables
+        super().init_weights()  # SwinAttention initialises its bias tables
         if self.init_cfg is None:
             for m in self.modules():
                 if isinstance(m, nn.Linear):

@@ -1,4 +1,4 @@
 from .patch import PatchEmbed, PatchMerging
-from .window_msa import SwinBlock, WindowMSA
+from .window_msa import SwinAttention, SwinBlock
 
-__all__ = ['PatchEmbed', 'PatchMerging', 'WindowMSA', 'SwinBlock']
+__all__ = ['PatchEmbed', 'PatchMerging', 'SwinAttention', 'SwinBlock']

@@ -1,8 +1,24 @@
-"""Window multi-head self-attention and the Swin Transformer block."""
+"""Swin attention (every variant of the paper's ablations) and the Swin block.
+
+One module, :class:`SwinAttention`, owns the weights (``qkv``, ``proj``,
+``relative_position_bias_table``: the official names, so released
+checkpoints load) and dispatches to the kernels in :mod:`mmvisattn.ops`:
+
+* ``attn_type``: ``'window'`` (default), ``'sliding'`` (naive unfold),
+  ``'sliding_blocked'`` (halo tiles, same result without unfolding keys),
+  ``'performer'`` (FAVOR+), ``'global'`` (full MSA, the quadratic reference);
+* ``shift_mode`` (window attention only): ``'cyclic'`` (default),
+  ``'padding'`` (Table 5's baseline), ``'none'`` (W-MSA in every block);
+* ``position``: ``'relative'`` (default), ``'absolute'``, ``'none'``,
+  ``'absolute+relative'``, ``'relative_only'`` (bias without the q.k term):
+  the rows of Table 4. The absolute embedding itself lives in the backbone.
+"""
+import math
 from typing import Optional, Tuple
 
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 import torch.utils.checkpoint as cp
 from mmcv.cnn import build_norm_layer
 from mmcv.cnn.bricks.drop import build_dropout
@@ -10,17 +26,49 @@ from mmcv.cnn.bricks.transformer import FFN
 from mmengine.model import BaseModule
 from mmengine.model.weight_init import trunc_normal_
 
-from mmvisattn.ops import (pad_to_multiple, relative_position_index,
-                           shifted_window_mask, window_attention,
-                           window_partition, window_reverse)
+from mmvisattn.ops import (SHIFT_MODES, orthogonal_random_features,
+                           padding_key_mask, performer_attention,
+                           relative_position_index, shifted_window_mask,
+                           sliding_relative_index,
+                           sliding_window_attention_blocked,
+                           sliding_window_attention_naive, window_attention,
+                           window_layout)
+
+ATTN_TYPES = ('window', 'sliding', 'sliding_blocked', 'performer', 'global')
+POSITIONS = ('relative', 'absolute', 'none', 'absolute+relative',
+             'relative_only')
+# Rows processed at once by the chunked paths: the (rows, 4C) MLP hidden
+# state and one chunk of windows' q/k/v/logits stay in the CPU's L2/L3
+# instead of streaming the whole map through memory between ops.
+CHUNK_TOKENS = 4096
 
 
-class WindowMSA(BaseModule):
-    """W-MSA with a learned relative position bias (Swin paper, eq. 4).
+def _compiling() -> bool:
+    return torch.compiler.is_compiling()
 
-    Parameter names follow the official release (``qkv``, ``proj``,
-    ``relative_position_bias_table``). The index is derived, so it is a
-    non-persistent buffer.
+
+def check_variant(attn_type: str, shift_mode: str, position: str):
+    """Refuse unknown or impossible combinations with the field's name."""
+    if attn_type not in ATTN_TYPES:
+        raise ValueError(f'attn_type={attn_type!r}; choose from {ATTN_TYPES}')
+    if shift_mode not in SHIFT_MODES:
+        raise ValueError(f'shift_mode={shift_mode!r}; choose from '
+                         f'{SHIFT_MODES}')
+    if position not in POSITIONS:
+        raise ValueError(f'position={position!r}; choose from {POSITIONS}')
+    if attn_type in ('performer', 'global') and position in (
+            'relative', 'absolute+relative', 'relative_only'):
+        raise ValueError(
+            f'attn_type={attn_type!r} has no windows to index a relative '
+            f'position bias by; use position=\'absolute\' or \'none\' '
+            f'(got position={position!r})')
+
+
+class SwinAttention(BaseModule):
+    """Multi-head self-attention of a Swin block, any variant (see module doc).
+
+    Takes and returns channels-last maps (B, H, W, C); ``shift_size`` is the
+    block's window shift (window attention only).
     """
 
     def __init__(self,
@@ -31,63 +79,180 @@ class WindowMSA(BaseModule):
                  qk_scale: Optional[float] = None,
                  attn_drop_rate: float = 0.,
                  proj_drop_rate: float = 0.,
+                 attn_type: str = 'window',
+                 shift_mode: str = 'cyclic',
+                 position: str = 'relative',
+                 performer_features: int = 256,
+                 chunk_tokens: int = CHUNK_TOKENS,
                  init_cfg=None):
         super().__init__(init_cfg)
         if embed_dims % num_heads:
             raise ValueError(f'embed_dims={embed_dims} is not divisible by '
                              f'num_heads={num_heads}')
+        check_variant(attn_type, shift_mode, position)
         self.embed_dims = embed_dims
         self.num_heads = num_heads
         self.window_size = window_size
+        self.attn_type = attn_type
+        self.shift_mode = shift_mode
+        self.use_content = position != 'relative_only'
+        self.chunk_tokens = chunk_tokens
         self.scale = qk_scale or (embed_dims // num_heads)**-0.5
         self.attn_drop_rate = attn_drop_rate
-        self.relative_position_bias_table = nn.Parameter(
-            torch.zeros((2 * window_size - 1)**2, num_heads))
-        self.register_buffer(
-            'relative_position_index',
-            relative_position_index(window_size),
-            persistent=False)
+        if position in ('relative', 'absolute+relative', 'relative_only'):
+            self.relative_position_bias_table = nn.Parameter(
+                torch.zeros((2 * window_size - 1)**2, num_heads))
+            self.register_buffer(
+                'relative_position_index',
+                relative_position_index(window_size),
+                persistent=False)
+        else:
+            self.relative_position_bias_table = None
+        if attn_type == 'performer':
+            # Drawn once and saved with the weights, so a checkpoint
+            # reproduces its outputs exactly.
+            self.register_buffer(
+                'performer_projection',
+                orthogonal_random_features(performer_features,
+                                           embed_dims // num_heads))
         self.qkv = nn.Linear(embed_dims, embed_dims * 3, bias=qkv_bias)
         self.proj = nn.Linear(embed_dims, embed_dims)
         self.proj_drop = nn.Dropout(proj_drop_rate)
+        self._bias_cache = None
 
     def init_weights(self):
         super().init_weights()
-        trunc_normal_(self.relative_position_bias_table, std=.02)
+        if self.relative_position_bias_table is not None:
+            trunc_normal_(self.relative_position_bias_table, std=.02)
 
-    def relative_position_bias(self) -> torch.Tensor:
-        """(heads, N, N) bias gathered from the table."""
+    # ------------------------------------------------------------ position
+    def _bias_table_rows(self, index: torch.Tensor) -> torch.Tensor:
+        """Rows of the bias table for ``index``; cached while frozen.
+
+        In inference the gathered bias is reused until the table changes
+        (``_version`` counts in-place updates, e.g. optimizer steps).
+        """
+        table = self.relative_position_bias_table
+        if _compiling() or (torch.is_grad_enabled() and table.requires_grad):
+            return table[index]
+        key = (table._version, table.data_ptr(), index.data_ptr(),
+               index.numel())
+        if self._bias_cache is None or self._bias_cache[0] != key:
+            self._bias_cache = (key, table[index].detach())
+        return self._bias_cache[1]
+
+    def window_bias(self) -> Optional[torch.Tensor]:
+        """(heads, N, N) relative position bias of a window, or None."""
+        if self.relative_position_bias_table is None:
+            return None
         N = self.window_size**2
-        bias = self.relative_position_bias_table[
-            self.relative_position_index.view(-1)]
-        return bias.view(N, N, self.num_heads).permute(2, 0, 1)
+        rows = self._bias_table_rows(self.relative_position_index.view(-1))
+        return rows.view(N, N, self.num_heads).permute(2, 0, 1)
 
-    def forward(self, windows: torch.Tensor,
-                mask: Optional[torch.Tensor] = None) -> torch.Tensor:
-        """windows: (B, num_windows, N, C); mask: (num_windows, N, N) or None."""
-        B, nW, N, C = windows.shape
-        qkv = self.qkv(windows).view(B, nW, N, 3, self.num_heads,
-                                     C // self.num_heads)
-        q, k, v = qkv.permute(3, 0, 1, 4, 2, 5).unbind(0)  # B, nW, h, N, d
-        out = window_attention(
-            q, k, v,
-            bias=self.relative_position_bias(),
-            mask=mask,
-            scale=self.scale,
-            dropout_p=self.attn_drop_rate if self.training else 0.)
-        out = out.transpose(2, 3).reshape(B, nW, N, C)
-        return self.proj_drop(self.proj(out))
+    def sliding_bias(self, device) -> Optional[torch.Tensor]:
+        """(heads, M*M) bias of each neighbour offset, or None."""
+        if self.relative_position_bias_table is None:
+            return None
+        return self._bias_table_rows(
+            sliding_relative_index(self.window_size, device)).T
+
+    # ------------------------------------------------------------- forward
+    def _split_heads(self, qkv: torch.Tensor):
+        """(*, L, 3C) -> q, k, v each (*, heads, L, d), contiguous (the CPU
+        fused attention kernel is several times slower on strided input)."""
+        *lead, L, _ = qkv.shape
+        qkv = qkv.view(*lead, L, 3, self.num_heads, -1)
+        perm = (len(lead) + 1, *range(len(lead)), len(lead) + 2, len(lead),
+                len(lead) + 3)
+        return qkv.permute(*perm).contiguous().unbind(0)
+
+    def _windows(self, x: torch.Tensor, shift_size: int) -> torch.Tensor:
+        B, H, W, C = x.shape
+        ws, N = self.window_size, self.window_size**2
+        mode = self.shift_mode if shift_size else 'none'
+        if mode == 'none':
+            shift_size = 0
+        layout = window_layout(H, W, ws, shift_size,
+                               'cyclic' if mode == 'none' else mode,
+                               x.device)
+        top, bottom, left, right = layout.pad
+        if any(layout.pad):
+            x = F.pad(x, (0, 0, left, right, top, bottom))
+        nW = layout.num_windows
+        # roll + partition in one gather
+        windows = x.reshape(B, -1, C).index_select(1, layout.gather_index)
+        if mode == 'cyclic':
+            Hf, Wf = H + top + bottom, W + left + right
+            mask = shifted_window_mask(Hf, Wf, ws, shift_size, x.device)
+        elif mode == 'padding':
+            mask = padding_key_mask(layout.frame_valid)
+        else:
+            mask = None
+        bias = self.window_bias()
+        per_chunk = nW if _compiling() else max(1, self.chunk_tokens // N)
+        windows = windows.view(B * nW, N, C)
+        outs = []
+        for b in range(B):
+            for s in range(0, nW, per_chunk):
+                e = min(nW, s + per_chunk)
+                chunk = windows[b * nW + s:b * nW + e]
+                q, k, v = self._split_heads(self.qkv(chunk)[None])
+                out = window_attention(
+                    q, k, v, bias=bias,
+                    mask=None if mask is None else mask[s:e],
+                    scale=self.scale,
+                    dropout_p=self.attn_drop_rate if self.training else 0.,
+                    use_content=self.use_content)
+                outs.append(self.proj(out[0].transpose(1, 2).reshape(
+                    e - s, N, C)))
+        out = torch.cat(outs).view(B, nW * N, C)
+        # reverse + roll back + crop in one gather
+        return out.index_select(1, layout.scatter_index).view(B, H, W, C)
+
+    def _sliding(self, x: torch.Tensor) -> torch.Tensor:
+        B, H, W, C = x.shape
+        q, k, v = self._split_heads(self.qkv(x.view(B, H * W, C)))
+        q, k, v = (t.view(B, self.num_heads, H, W, -1) for t in (q, k, v))
+        kernel = sliding_window_attention_naive if self.attn_type == \
+            'sliding' else sliding_window_attention_blocked
+        out = kernel(q, k, v, self.window_size,
+                     bias=self.sliding_bias(x.device), scale=self.scale,
+                     use_content=self.use_content)
+        out = out.permute(0, 2, 3, 1, 4).reshape(B, H, W, C)
+        return self.proj(out)
+
+    def _global(self, x: torch.Tensor) -> torch.Tensor:
+        B, H, W, C = x.shape
+        q, k, v = self._split_heads(self.qkv(x.view(B, H * W, C)))
+        if self.attn_type == 'performer':
+            out = performer_attention(q, k, v, self.performer_projection,
+                                      self.scale)
+        else:
+            out = F.scaled_dot_product_attention(
+                q, k, v, scale=self.scale,
+                dropout_p=self.attn_drop_rate if self.training else 0.)
+        return self.proj(out.transpose(1, 2).reshape(B, H, W, C))
+
+    def forward(self, x: torch.Tensor, shift_size: int = 0) -> torch.Tensor:
+        """x: (B, H, W, C) -> (B, H, W, C)."""
+        if self.attn_type == 'window':
+            out = self._windows(x, shift_size)
+        elif self.attn_type in ('sliding', 'sliding_blocked'):
+            out = self._sliding(x)
+        else:
+            out = self._global(x)
+        return self.proj_drop(out)
 
 
 class SwinBlock(BaseModule):
     """Pre-norm Swin block: (S)W-MSA + MLP, each with a residual.
 
-    With ``shift_size > 0`` the map is cyclically shifted by ``-shift_size``
-    before partitioning and the batched mask from ``shifted_window_mask``
-    keeps wrapped-around tokens apart (Swin paper, sec. 3.2, fig. 4).
-    Maps are zero-padded at the bottom/right to window multiples, as in the
-    official detection code, so any size works, including maps smaller than
-    a window.
+    With ``shift_size > 0`` and cyclic shifting the map is rolled by
+    ``-shift_size`` before partitioning and a batched mask keeps
+    wrapped-around tokens apart (Swin paper, sec. 3.2, fig. 4). Maps are
+    zero-padded at the bottom/right to window multiples, as in the official
+    detection code, so any size works, including maps smaller than a window.
+    ``attn_cfg`` selects the attention variant (see :class:`SwinAttention`).
     """
 
     def __init__(self,
@@ -104,17 +269,21 @@ class SwinBlock(BaseModule):
                  act_cfg: dict = dict(type='GELU'),
                  norm_cfg: dict = dict(type='LN'),
                  with_cp: bool = False,
+                 attn_cfg: Optional[dict] = None,
                  init_cfg=None):
         super().__init__(init_cfg)
         if not 0 <= shift_size < window_size:
             raise ValueError(f'shift_size={shift_size} must be in '
                              f'[0, window_size={window_size})')
+        attn_cfg = dict(attn_cfg or {})
         self.window_size = window_size
         self.shift_size = shift_size
         self.with_cp = with_cp
+        self.chunk_tokens = attn_cfg.get('chunk_tokens', CHUNK_TOKENS)
         self.norm1 = build_norm_layer(norm_cfg, embed_dims)[1]
-        self.attn = WindowMSA(embed_dims, num_heads, window_size, qkv_bias,
-                              qk_scale, attn_drop_rate, drop_rate)
+        self.attn = SwinAttention(embed_dims, num_heads, window_size,
+                                  qkv_bias, qk_scale, attn_drop_rate,
+                                  drop_rate, **attn_cfg)
         self.drop_path = build_dropout(
             dict(type='DropPath', drop_prob=drop_path_rate))
         self.norm2 = build_norm_layer(norm_cfg, embed_dims)[1]
@@ -127,29 +296,32 @@ class SwinBlock(BaseModule):
             act_cfg=act_cfg,
             add_identity=True)
 
-    def window_msa(self, x: torch.Tensor,
-                   hw_shape: Tuple[int, int]) -> torch.Tensor:
-        B, L, C = x.shape
-        H, W = hw_shape
-        ws, shift = self.window_size, self.shift_size
-        x = pad_to_multiple(x.view(B, H, W, C), ws)
-        Hp, Wp = x.shape[1:3]
-        mask = None
-        if shift:
-            x = torch.roll(x, shifts=(-shift, -shift), dims=(1, 2))
-            mask = shifted_window_mask(Hp, Wp, ws, shift, x.device)
-        x = window_reverse(
-            self.attn(window_partition(x, ws), mask), ws, (Hp, Wp))
-        if shift:
-            x = torch.roll(x, shifts=(shift, shift), dims=(1, 2))
-        return x[:, :H, :W].reshape(B, L, C)
+    def _mlp(self, x: torch.Tensor) -> torch.Tensor:
+        """x + DropPath(MLP(LN(x))), the MLP run in row chunks.
+
+        Chunks are cut along the token axis so DropPath still drops whole
+        samples; each chunk's 4C-wide hidden state stays in cache.
+        """
+        B, L, _ = x.shape
+        rows = max(1, self.chunk_tokens // B)
+        if _compiling() or L <= rows:
+            hidden = self.mlp.layers(self.norm2(x))
+        else:
+            hidden = torch.cat([
+                self.mlp.layers(self.norm2(part))
+                for part in x.split(rows, dim=1)
+            ], 1)
+        return x + self.mlp.dropout_layer(hidden)
 
     def forward(self, x: torch.Tensor, hw_shape: Tuple[int, int]
                 ) -> torch.Tensor:
+        B, L, C = x.shape
 
         def inner(x):
-            x = x + self.drop_path(self.window_msa(self.norm1(x), hw_shape))
-            return self.mlp(self.norm2(x), identity=x)
+            attn = self.attn(self.norm1(x).view(B, *hw_shape, C),
+                             self.shift_size)
+            x = x + self.drop_path(attn.view(B, L, C))
+            return self._mlp(x)
 
         if self.with_cp and x.requires_grad:
             return cp.checkpoint(inner, x, use_reentrant=False)
