@@ -53,9 +53,13 @@ def mmdet_swin_t(swin_t):
     return ref
 
 
+# 300x340 and 2x260x270 exceed one chunk of windows and of MLP rows, so the
+# chunked inference path (scatter-add residual, packed oneDNN linears) is
+# compared too.
 @pytest.mark.parametrize('shape', [(1, 3, 224, 224), (2, 3, 160, 96),
                                    (1, 3, 230, 301), (1, 3, 64, 64),
-                                   (1, 3, 33, 45)])
+                                   (1, 3, 33, 45), (1, 3, 300, 340),
+                                   (2, 3, 260, 270)])
 def test_equals_mmdet_swin(swin_t, mmdet_swin_t, shape):
     torch.manual_seed(1)
     x = torch.randn(*shape)
@@ -66,6 +70,27 @@ def test_equals_mmdet_swin(swin_t, mmdet_swin_t, shape):
     for a, b in zip(ours, ref):
         assert a.shape == b.shape
         torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-4)
+
+
+def test_inference_fast_path_equals_autograd_path(swin_t):
+    """no_grad takes the fused path (packed linears, residual scatter-add,
+    in-place MLP chunks); with autograd on, the plain differentiable one."""
+    from mmvisattn.ops import linear
+    torch.manual_seed(2)
+    x = torch.randn(1, 3, 300, 340)
+    with torch.no_grad():
+        fast = swin_t(x)
+    slow = swin_t(x)
+    linear.ENABLED = False
+    try:
+        with torch.no_grad():
+            unpacked = swin_t(x)
+    finally:
+        linear.ENABLED = True
+    for a, b, c in zip(fast, slow, unpacked):
+        assert b.requires_grad
+        torch.testing.assert_close(a, b.detach(), atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(a, c, atol=1e-5, rtol=1e-5)
 
 
 def test_output_pyramid_and_channels(swin_t):

@@ -1,5 +1,6 @@
 """Pure tensor functions shared by every backbone: windows, masks, attention."""
 from .attention import window_attention
+from .linear import fast_linear
 from .masks import MASK_VALUE, padding_key_mask, shifted_window_mask
 from .performer import orthogonal_random_features, performer_attention
 from .relative_position import (relative_position_index,
@@ -16,5 +17,5 @@ __all__ = [
     'MASK_VALUE', 'relative_position_index', 'resize_relative_position_table',
     'window_attention', 'sliding_relative_index',
     'sliding_window_attention_naive', 'sliding_window_attention_blocked',
-    'orthogonal_random_features', 'performer_attention'
+    'orthogonal_random_features', 'performer_attention', 'fast_linear'
 ]

@@ -55,6 +55,7 @@ class WindowLayout(NamedTuple):
     num_windows: int
     gather_index: torch.Tensor  # (num_windows * N,) into the frame
     scatter_index: torch.Tensor  # (H * W,) into the slots
+    slot_to_image: torch.Tensor  # (num_windows * N,) image token, H*W if pad
     frame_valid: torch.Tensor  # (num_windows, N) bool: slot holds an image token
 
 
@@ -104,9 +105,12 @@ def window_layout(height: int,
                  + torch.arange(width)[None, :] + left).reshape(-1)
     frame_valid = torch.zeros(frame_h * frame_w, dtype=torch.bool)
     frame_valid[image_pos] = True
+    image_of_frame_pos = torch.full_like(gather_index, height * width)
+    image_of_frame_pos[image_pos] = torch.arange(height * width)
     return WindowLayout(
         pad=pad,
         num_windows=(frame_h // ws) * (frame_w // ws),
         gather_index=gather_index.to(device),
         scatter_index=slot_of_frame_pos[image_pos].to(device),
+        slot_to_image=image_of_frame_pos[gather_index].to(device),
         frame_valid=frame_valid[gather_index].view(-1, ws * ws).to(device))

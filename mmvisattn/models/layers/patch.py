@@ -13,6 +13,8 @@ import torch.nn.functional as F
 from mmcv.cnn import build_norm_layer
 from mmengine.model import BaseModule
 
+from mmvisattn.ops import fast_linear
+
 
 class PatchEmbed(BaseModule):
     """Non-overlapping patch partition + linear embedding (a strided conv).
@@ -89,4 +91,4 @@ class PatchMerging(BaseModule):
         x = x.view(B, -1, 4 * C)
         if self.norm is not None:
             x = self.norm(x)
-        return self.reduction(x), hw_shape
+        return fast_linear(x, self.reduction), hw_shape

@@ -26,7 +26,8 @@ from mmcv.cnn.bricks.transformer import FFN
 from mmengine.model import BaseModule
 from mmengine.model.weight_init import trunc_normal_
 
-from mmvisattn.ops import (SHIFT_MODES, orthogonal_random_features,
+from mmvisattn.ops import (SHIFT_MODES, fast_linear,
+                           orthogonal_random_features,
                            padding_key_mask, performer_attention,
                            relative_position_index, shifted_window_mask,
                            sliding_relative_index,
@@ -166,7 +167,8 @@ class SwinAttention(BaseModule):
                 len(lead) + 3)
         return qkv.permute(*perm).contiguous().unbind(0)
 
-    def _windows(self, x: torch.Tensor, shift_size: int) -> torch.Tensor:
+    def _windows(self, x: torch.Tensor, shift_size: int,
+                 residual: Optional[torch.Tensor] = None) -> torch.Tensor:
         B, H, W, C = x.shape
         ws, N = self.window_size, self.window_size**2
         mode = self.shift_mode if shift_size else 'none'
@@ -179,8 +181,7 @@ class SwinAttention(BaseModule):
         if any(layout.pad):
             x = F.pad(x, (0, 0, left, right, top, bottom))
         nW = layout.num_windows
-        # roll + partition in one gather
-        windows = x.reshape(B, -1, C).index_select(1, layout.gather_index)
+        tokens = x.reshape(B, -1, C)
         if mode == 'cyclic':
             Hf, Wf = H + top + bottom, W + left + right
             mask = shifted_window_mask(Hf, Wf, ws, shift_size, x.device)
@@ -190,28 +191,55 @@ class SwinAttention(BaseModule):
             mask = None
         bias = self.window_bias()
         per_chunk = nW if _compiling() else max(1, self.chunk_tokens // N)
-        windows = windows.view(B * nW, N, C)
+
+        def attend(windows, s, e):  # (e-s, N, C) -> (e-s, N, C)
+            q, k, v = self._split_heads(fast_linear(windows, self.qkv)[None])
+            out = window_attention(
+                q, k, v, bias=bias,
+                mask=None if mask is None else mask[s:e],
+                scale=self.scale,
+                dropout_p=self.attn_drop_rate if self.training else 0.,
+                use_content=self.use_content)
+            return fast_linear(out[0].transpose(1, 2).reshape(e - s, N, C),
+                               self.proj)
+
+        if residual is not None and not torch.is_grad_enabled():
+            # Inference: gather each chunk's windows, and scatter-add its
+            # output straight into the residual stream (reverse + roll back
+            # + crop + residual add in one pass; padded slots land in a
+            # scratch row).
+            L = H * W
+            out = torch.cat([residual.reshape(B, L, C),
+                             residual.new_zeros(B, 1, C)], 1)
+            flat = out.view(B * (L + 1), C)
+            for b in range(B):
+                for s in range(0, nW, per_chunk):
+                    e = min(nW, s + per_chunk)
+                    slots = slice(s * N, e * N)
+                    windows = tokens[b].index_select(
+                        0, layout.gather_index[slots]).view(e - s, N, C)
+                    flat.index_add_(
+                        0, layout.slot_to_image[slots] + b * (L + 1),
+                        self.proj_drop(attend(windows, s, e)).view(-1, C))
+            return out[:, :L].view(B, H, W, C)
+
+        # roll + partition in one gather
+        windows = tokens.index_select(1, layout.gather_index).view(
+            B * nW, N, C)
         outs = []
         for b in range(B):
             for s in range(0, nW, per_chunk):
                 e = min(nW, s + per_chunk)
-                chunk = windows[b * nW + s:b * nW + e]
-                q, k, v = self._split_heads(self.qkv(chunk)[None])
-                out = window_attention(
-                    q, k, v, bias=bias,
-                    mask=None if mask is None else mask[s:e],
-                    scale=self.scale,
-                    dropout_p=self.attn_drop_rate if self.training else 0.,
-                    use_content=self.use_content)
-                outs.append(self.proj(out[0].transpose(1, 2).reshape(
-                    e - s, N, C)))
+                outs.append(attend(windows[b * nW + s:b * nW + e], s, e))
         out = torch.cat(outs).view(B, nW * N, C)
         # reverse + roll back + crop in one gather
-        return out.index_select(1, layout.scatter_index).view(B, H, W, C)
+        out = self.proj_drop(
+            out.index_select(1, layout.scatter_index).view(B, H, W, C))
+        return out if residual is None else residual + out
 
     def _sliding(self, x: torch.Tensor) -> torch.Tensor:
         B, H, W, C = x.shape
-        q, k, v = self._split_heads(self.qkv(x.view(B, H * W, C)))
+        q, k, v = self._split_heads(fast_linear(x.view(B, H * W, C), self.qkv))
         q, k, v = (t.view(B, self.num_heads, H, W, -1) for t in (q, k, v))
         kernel = sliding_window_attention_naive if self.attn_type == \
             'sliding' else sliding_window_attention_blocked
@@ -219,11 +247,11 @@ class SwinAttention(BaseModule):
                      bias=self.sliding_bias(x.device), scale=self.scale,
                      use_content=self.use_content)
         out = out.permute(0, 2, 3, 1, 4).reshape(B, H, W, C)
-        return self.proj(out)
+        return fast_linear(out, self.proj)
 
     def _global(self, x: torch.Tensor) -> torch.Tensor:
         B, H, W, C = x.shape
-        q, k, v = self._split_heads(self.qkv(x.view(B, H * W, C)))
+        q, k, v = self._split_heads(fast_linear(x.view(B, H * W, C), self.qkv))
         if self.attn_type == 'performer':
             out = performer_attention(q, k, v, self.performer_projection,
                                       self.scale)
@@ -231,17 +259,21 @@ class SwinAttention(BaseModule):
             out = F.scaled_dot_product_attention(
                 q, k, v, scale=self.scale,
                 dropout_p=self.attn_drop_rate if self.training else 0.)
-        return self.proj(out.transpose(1, 2).reshape(B, H, W, C))
+        return fast_linear(out.transpose(1, 2).reshape(B, H, W, C),
+                           self.proj)
 
-    def forward(self, x: torch.Tensor, shift_size: int = 0) -> torch.Tensor:
-        """x: (B, H, W, C) -> (B, H, W, C)."""
+    def forward(self,
+                x: torch.Tensor,
+                shift_size: int = 0,
+                residual: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """x: (B, H, W, C) -> (B, H, W, C); plus ``residual`` if given."""
         if self.attn_type == 'window':
-            out = self._windows(x, shift_size)
-        elif self.attn_type in ('sliding', 'sliding_blocked'):
-            out = self._sliding(x)
+            return self._windows(x, shift_size, residual)
+        if self.attn_type in ('sliding', 'sliding_blocked'):
+            out = self.proj_drop(self._sliding(x))
         else:
-            out = self._global(x)
-        return self.proj_drop(out)
+            out = self.proj_drop(self._global(x))
+        return out if residual is None else residual + out
 
 
 class SwinBlock(BaseModule):
@@ -295,6 +327,20 @@ class SwinBlock(BaseModule):
             dropout_layer=dict(type='DropPath', drop_prob=drop_path_rate),
             act_cfg=act_cfg,
             add_identity=True)
+        act = self.mlp.layers[0][1]
+        self._exact_gelu = isinstance(act, nn.GELU) and \
+            act.approximate == 'none'
+
+    def _mlp_hidden(self, x: torch.Tensor) -> torch.Tensor:
+        """MLP(LN(x)) without the residual; GELU fused into fc1 when the
+        packed inference path applies."""
+        fc1, act, drop1 = self.mlp.layers[0]
+        fc2, drop2 = self.mlp.layers[1], self.mlp.layers[2]
+        if self._exact_gelu:
+            hidden = fast_linear(self.norm2(x), fc1, gelu=True)
+        else:
+            hidden = act(fast_linear(self.norm2(x), fc1))
+        return drop2(fast_linear(drop1(hidden), fc2))
 
     def _mlp(self, x: torch.Tensor) -> torch.Tensor:
         """x + DropPath(MLP(LN(x))), the MLP run in row chunks.
@@ -302,15 +348,16 @@ class SwinBlock(BaseModule):
         Chunks are cut along the token axis so DropPath still drops whole
         samples; each chunk's 4C-wide hidden state stays in cache.
         """
-        B, L, _ = x.shape
+        B, L, C = x.shape
         rows = max(1, self.chunk_tokens // B)
         if _compiling() or L <= rows:
-            hidden = self.mlp.layers(self.norm2(x))
-        else:
-            hidden = torch.cat([
-                self.mlp.layers(self.norm2(part))
-                for part in x.split(rows, dim=1)
-            ], 1)
+            return x + self.mlp.dropout_layer(self._mlp_hidden(x))
+        if not torch.is_grad_enabled():  # inference: write chunks in place
+            out = torch.empty_like(x)
+            for src, dst in zip(x.split(rows, 1), out.split(rows, 1)):
+                torch.add(src, self._mlp_hidden(src), out=dst)
+            return out
+        hidden = torch.cat([self._mlp_hidden(p) for p in x.split(rows, 1)], 1)
         return x + self.mlp.dropout_layer(hidden)
 
     def forward(self, x: torch.Tensor, hw_shape: Tuple[int, int]
@@ -318,9 +365,13 @@ class SwinBlock(BaseModule):
         B, L, C = x.shape
 
         def inner(x):
-            attn = self.attn(self.norm1(x).view(B, *hw_shape, C),
-                             self.shift_size)
-            x = x + self.drop_path(attn.view(B, L, C))
+            normed = self.norm1(x).view(B, *hw_shape, C)
+            if torch.is_grad_enabled() or self.training:
+                attn = self.attn(normed, self.shift_size)
+                x = x + self.drop_path(attn.view(B, L, C))
+            else:  # DropPath is the identity: fuse the residual add
+                x = self.attn(normed, self.shift_size,
+                              residual=x.view(B, *hw_shape, C)).view(B, L, C)
             return self._mlp(x)
 
         if self.with_cp and x.requires_grad:

@@ -1,0 +1,602 @@
+"""Swin attention variants: the property that defines each one, numerics of
+the fast paths against slow references, AMP, torch.compile, bad configs, and
+every variant trained one step inside the real detector / segmentor configs.
+
+Everything runs on one CPU thread with small inputs (shared 2-core machine).
+"""
+import copy
+import math
+import os.path as osp
+import time
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from conftest import REPO
+from mmvisattn.models.backbones import SwinTransformer
+from mmvisattn.models.layers.window_msa import SwinAttention
+from mmvisattn.ops import (orthogonal_random_features, performer_attention,
+                           sliding_window_attention_blocked,
+                           sliding_window_attention_naive)
+
+# Parallel test processes on a 2-core machine: one intra-op thread each.
+_THREADS = torch.get_num_threads()
+torch.set_num_threads(1)
+
+
+@pytest.fixture(scope='module', autouse=True)
+def _one_thread():
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(_THREADS)
+
+
+C, HEADS = 12, 3  # SwinAttention width for the property tests
+
+
+def _attn(window_size=4, seed=0, **kwargs):
+    """A SwinAttention with non-trivial weights (incl. the bias table)."""
+    torch.manual_seed(seed)
+    attn = SwinAttention(C, HEADS, window_size, **kwargs)
+    if attn.relative_position_bias_table is not None:
+        with torch.no_grad():
+            attn.relative_position_bias_table.normal_()
+    return attn.eval()
+
+
+def _changed(attn, x, pos, shift_size=0):
+    """(H, W) bool map of outputs that change when token ``pos`` changes."""
+    x2 = x.clone()
+    x2[:, pos[0], pos[1]] += 3 * torch.randn(x.shape[-1])
+    with torch.no_grad():
+        diff = (attn(x2, shift_size) - attn(x, shift_size)).abs()
+    return diff.amax(dim=(0, 3)) > 1e-5
+
+
+def _positions(H, W):
+    return sorted({(0, 0), (0, W - 1), (H - 1, 0), (H - 1, W - 1),
+                   (H // 2, W // 2), (1, W // 3)})
+
+
+# ------------------------------------------------------------ window, no shift
+@pytest.mark.parametrize('shift_mode,shift_size', [('none', 2), ('cyclic', 0),
+                                                    ('padding', 0)])
+@pytest.mark.parametrize('hw', [(8, 12), (10, 13), (3, 5)])
+def test_no_shift_output_depends_on_own_window_only(shift_mode, shift_size,
+                                                    hw):
+    ws = 4
+    H, W = hw
+    attn = _attn(ws, shift_mode=shift_mode)
+    x = torch.randn(1, H, W, C)
+    rows, cols = torch.arange(H)[:, None], torch.arange(W)[None, :]
+    for p in _positions(H, W):
+        expected = (rows // ws == p[0] // ws) & (cols // ws == p[1] // ws)
+        assert torch.equal(_changed(attn, x, p, shift_size), expected), p
+
+
+# ------------------------------------------------------------- shifted windows
+def _shifted_region(n, ws, shift):
+    """Region id along one axis of the shifted-window partition (windows
+    displaced by ``shift``: [0, s), [s, s+ws), [s+ws, s+2ws), ...)."""
+    return (torch.arange(n) + ws - shift) // ws
+
+
+@pytest.mark.parametrize('shift_mode', ['cyclic', 'padding'])
+@pytest.mark.parametrize('ws,hw', [(4, (8, 8)), (4, (10, 13)), (4, (3, 5)),
+                                   (5, (10, 15)), (5, (7, 12))])
+def test_shifted_window_sees_exactly_its_true_neighbours(shift_mode, ws, hw):
+    """With shift s = ws // 2, a token's output depends exactly on the tokens
+    of its shifted window that are true neighbours in the image: cyclic mode
+    must mask the wrapped-around pieces, padding mode the padding. Both
+    partition the image into the same regions (Swin paper, fig. 2)."""
+    H, W = hw
+    shift = ws // 2
+    attn = _attn(ws, shift_mode=shift_mode)
+    x = torch.randn(1, H, W, C)
+    reg_r = _shifted_region(H, ws, shift)[:, None]
+    reg_c = _shifted_region(W, ws, shift)[None, :]
+    for p in _positions(H, W):
+        expected = (reg_r == reg_r[p[0], 0]) & (reg_c == reg_c[0, p[1]])
+        got = _changed(attn, x, p, shift)
+        assert torch.equal(got, expected), (p, got.int(), expected.int())
+
+
+@pytest.mark.parametrize('ws', [4, 6, 5, 7])
+def test_padding_shift_equals_cyclic_shift_on_window_multiples(ws):
+    """On maps tiled exactly by windows both shift implementations attend
+    every token to exactly its shifted-window region inside the image, so
+    with the same weights their outputs are equal."""
+    cyclic = _attn(ws, shift_mode='cyclic')
+    padding = _attn(ws, shift_mode='padding')
+    padding.load_state_dict(cyclic.state_dict())
+    x = torch.randn(2, 2 * ws, 3 * ws, C)
+    with torch.no_grad():
+        torch.testing.assert_close(
+            padding(x, ws // 2), cyclic(x, ws // 2), atol=1e-5, rtol=1e-5)
+
+
+# ------------------------------------------------------------ sliding windows
+@pytest.mark.parametrize('attn_type', ['sliding', 'sliding_blocked'])
+@pytest.mark.parametrize('M,hw', [(3, (6, 7)), (4, (6, 7)), (5, (3, 4))])
+def test_sliding_query_sees_exactly_its_neighbourhood(attn_type, M, hw):
+    """Query q sees key q + (dy, dx), dy, dx in [-M//2, M-1-M//2]; border
+    queries see the part of that neighbourhood inside the image."""
+    H, W = hw
+    attn = _attn(M, attn_type=attn_type)
+    x = torch.randn(1, H, W, C)
+    lo, hi = -(M // 2), M - 1 - M // 2
+    rows, cols = torch.arange(H)[:, None], torch.arange(W)[None, :]
+    for p in _positions(H, W):
+        # key p is in the neighbourhood of q iff p - q in [lo, hi]
+        dy, dx = p[0] - rows, p[1] - cols
+        expected = (dy >= lo) & (dy <= hi) & (dx >= lo) & (dx <= hi)
+        assert torch.equal(_changed(attn, x, p), expected), p
+
+
+@pytest.mark.parametrize('attn_type', ['sliding', 'sliding_blocked'])
+@pytest.mark.parametrize('M,hw', [(3, (5, 6)), (4, (5, 6)), (3, (2, 2))])
+def test_sliding_relative_bias_reads_offset_row(attn_type, M, hw):
+    """position='relative_only': weights are softmax(bias) over the in-image
+    neighbours, the bias of key offset (dy, dx) = key - query being table row
+    (dy+M-1)*(2M-1) + (dx+M-1); the output is that weighted mean of v."""
+    H, W = hw
+    attn = _attn(M, attn_type=attn_type, position='relative_only')
+    x = torch.randn(1, H, W, C)
+    d = C // HEADS
+    table = attn.relative_position_bias_table.detach()
+    with torch.no_grad():
+        v = attn.qkv(x).view(H, W, 3, HEADS, d)[:, :, 2]  # H, W, heads, d
+        expected = torch.zeros(H, W, HEADS, d)
+        for i in range(H):
+            for j in range(W):
+                keys, rows = [], []
+                for dy in range(-(M // 2), M - M // 2):
+                    for dx in range(-(M // 2), M - M // 2):
+                        if 0 <= i + dy < H and 0 <= j + dx < W:
+                            keys.append(v[i + dy, j + dx])
+                            rows.append((dy + M - 1) * (2 * M - 1) + dx + M - 1)
+                w = table[rows].softmax(0)  # (n, heads)
+                expected[i, j] = (w[..., None] * torch.stack(keys)).sum(0)
+        expected = attn.proj(expected.reshape(1, H, W, C))
+        torch.testing.assert_close(attn(x), expected, atol=1e-5, rtol=1e-5)
+
+
+def _qkvb(shape, M, seed):
+    g = torch.Generator().manual_seed(seed)
+    q, k, v = (torch.randn(*shape, generator=g) for _ in range(3))
+    bias = torch.randn(shape[1], M * M, generator=g)
+    return q, k, v, bias
+
+
+@pytest.mark.parametrize('M,H,W,tile', [
+    (3, 5, 7, None),  # odd M, non-multiples of the tile
+    (4, 9, 6, None),  # even M (asymmetric neighbourhood)
+    (7, 3, 4, None),  # map smaller than one tile
+    (5, 11, 13, 4),   # tile smaller than the window
+    (2, 6, 5, 3),
+    (3, 16, 16, 8),   # exact tiling
+])
+@pytest.mark.parametrize('use_content', [True, False])
+@pytest.mark.parametrize('with_bias', [True, False])
+def test_sliding_blocked_equals_naive(M, H, W, tile, use_content, with_bias):
+    B, heads, d = 2, 2, 8
+    q, k, v, bias = _qkvb((B, heads, H, W, d), M, seed=M * 100 + H)
+    if not with_bias:
+        bias = None
+    leaves = [t for t in (q, k, v, bias) if t is not None]
+    for t in leaves:
+        t.requires_grad_(True)
+    naive = sliding_window_attention_naive(q, k, v, M, bias=bias,
+                                           use_content=use_content)
+    blocked = sliding_window_attention_blocked(
+        q, k, v, M, bias=bias, use_content=use_content, tile=tile,
+        tiles_per_chunk=2)  # several chunks
+    assert blocked.shape == naive.shape == (B, heads, H, W, d)
+    torch.testing.assert_close(blocked, naive, atol=1e-5, rtol=1e-5)
+    grad_out = torch.randn_like(naive)
+    grads_naive = torch.autograd.grad(naive, leaves, grad_out)
+    grads_blocked = torch.autograd.grad(blocked, leaves, grad_out)
+    for name, a, b in zip('qkvb', grads_blocked, grads_naive):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5, msg=name)
+
+
+# ------------------------------------------------------------------ performer
+def test_performer_approximates_softmax_attention():
+    """Relative error ||performer - exact|| / ||exact|| on q, k ~ N(0, 0.5^2),
+    d=32, L=256, averaged over 3 feature draws. Measured (torch 2.14 CPU):
+    ~0.55 at 64 features, ~0.26 at 256, ~0.14 at 1024 (the Monte-Carlo
+    1/sqrt(m) rate); attending uniformly (ignoring q, k) gives ~0.25.
+    Bound at 1024 features: 0.2."""
+    B, h, L, d = 2, 2, 256, 32
+    g = torch.Generator().manual_seed(0)
+    q = torch.randn(B, h, L, d, generator=g) * 0.5
+    k = torch.randn(B, h, L, d, generator=g) * 0.5
+    v = torch.randn(B, h, L, d, generator=g)
+    exact = F.scaled_dot_product_attention(q, k, v)
+
+    def error(m):
+        errs = []
+        for s in range(3):
+            proj = orthogonal_random_features(
+                m, d, torch.Generator().manual_seed(100 + s))
+            out = performer_attention(q, k, v, proj)
+            errs.append(((out - exact).norm() / exact.norm()).item())
+        return sum(errs) / len(errs)
+
+    errors = {m: error(m) for m in (64, 256, 1024)}
+    assert errors[64] > errors[256] > errors[1024], errors
+    assert errors[1024] < 0.5 * errors[64], errors
+    assert errors[1024] < 0.2, errors
+    uniform = v.mean(2, keepdim=True).expand_as(v)
+    assert errors[1024] < 0.8 * ((uniform - exact).norm() /
+                                 exact.norm()).item(), errors
+
+
+def test_performer_features_are_seeded_and_orthogonal():
+    d = 16
+    a = orthogonal_random_features(40, d, torch.Generator().manual_seed(7))
+    b = orthogonal_random_features(40, d, torch.Generator().manual_seed(7))
+    c = orthogonal_random_features(40, d, torch.Generator().manual_seed(8))
+    assert a.shape == (40, d)
+    assert torch.equal(a, b) and not torch.allclose(a, c)
+    for block in a.split(d):  # orthogonal directions within each block
+        unit = block / block.norm(dim=1, keepdim=True)
+        torch.testing.assert_close(unit @ unit.T, torch.eye(len(block)),
+                                   atol=1e-5, rtol=0)
+    # the module draws its projection from the global seed and keeps it
+    one = _attn(4, seed=3, attn_type='performer', position='none',
+                performer_features=32)
+    two = _attn(4, seed=3, attn_type='performer', position='none',
+                performer_features=32)
+    three = _attn(4, seed=4, attn_type='performer', position='none',
+                  performer_features=32)
+    assert one.performer_projection.shape == (32, C // HEADS)
+    assert torch.equal(one.performer_projection, two.performer_projection)
+    assert not torch.equal(one.performer_projection,
+                           three.performer_projection)
+    assert 'performer_projection' in one.state_dict()
+    x = torch.randn(1, 5, 6, C)
+    with torch.no_grad():
+        torch.testing.assert_close(one(x), two(x), atol=0, rtol=0)
+
+
+# --------------------------------------------------------------------- global
+def test_global_equals_explicit_softmax_over_all_tokens():
+    attn = _attn(4, attn_type='global', position='none')
+    B, H, W = 2, 5, 6
+    x = torch.randn(B, H, W, C)
+    d = C // HEADS
+    with torch.no_grad():
+        qkv = attn.qkv(x.view(B, H * W, C)).view(B, H * W, 3, HEADS, d)
+        q, k, v = qkv.permute(2, 0, 3, 1, 4)  # each B, heads, L, d
+        weights = (q @ k.transpose(-1, -2) * d**-0.5).softmax(-1)
+        ref = attn.proj((weights @ v).transpose(1, 2).reshape(B, H, W, C))
+        torch.testing.assert_close(attn(x), ref, atol=1e-5, rtol=1e-5)
+
+
+# ------------------------------------------------------------ position modes
+def _small_swin(**kwargs):
+    torch.manual_seed(0)
+    model = SwinTransformer(arch='tiny', depths=(2, 2), num_heads=(3, 6),
+                            out_indices=(0, 1), drop_path_rate=0., **kwargs)
+    model.init_weights()
+    with torch.no_grad():  # non-trivial position tables
+        for name, p in model.named_parameters():
+            if 'relative_position_bias_table' in name or 'absolute' in name:
+                p.normal_()
+    return model.eval()
+
+
+@pytest.mark.parametrize('position,absolute,relative', [
+    ('relative', False, True), ('absolute', True, False),
+    ('none', False, False), ('absolute+relative', True, True),
+    ('relative_only', False, True)
+])
+def test_position_modes_own_the_right_parameters(position, absolute,
+                                                 relative):
+    model = SwinTransformer(arch='tiny', depths=(1, 1), num_heads=(3, 6),
+                            out_indices=(0, 1), position=position)
+    names = dict(model.named_parameters())
+    assert ('absolute_pos_embed' in names) == absolute
+    attns = [m for m in model.modules() if isinstance(m, SwinAttention)]
+    assert len(attns) == 2
+    for attn in attns:
+        assert (attn.relative_position_bias_table is not None) == relative
+        assert attn.use_content == (position != 'relative_only')
+    assert any('relative_position_bias_table' in n for n in names) == relative
+
+
+def _perturb_qkv_rows(model, rows):
+    with torch.no_grad():
+        for attn in model.modules():
+            if isinstance(attn, SwinAttention):
+                C_ = attn.embed_dims
+                sel = slice(*{'qk': (0, 2 * C_), 'v': (2 * C_, 3 * C_)}[rows])
+                attn.qkv.weight[sel] += torch.randn_like(attn.qkv.weight[sel])
+                attn.qkv.bias[sel] += torch.randn_like(attn.qkv.bias[sel])
+
+
+@pytest.mark.parametrize('position', ['relative_only', 'relative'])
+def test_relative_only_ignores_query_and_key_weights(position):
+    model = _small_swin(position=position)
+    x = torch.randn(1, 3, 48, 56)
+    with torch.no_grad():
+        ref = model(x)
+        qk = copy.deepcopy(model)
+        _perturb_qkv_rows(qk, 'qk')
+        out_qk = qk(x)
+        vv = copy.deepcopy(model)
+        _perturb_qkv_rows(vv, 'v')
+        out_v = vv(x)
+    # the value rows always matter (so the check below can fail)
+    assert all(not torch.allclose(a, b, atol=1e-3) for a, b in zip(out_v, ref))
+    same = all(torch.allclose(a, b, atol=1e-6, rtol=0)
+               for a, b in zip(out_qk, ref))
+    assert same == (position == 'relative_only')
+
+
+# ------------------------------------------------- every variant: shapes, chunks
+VARIANTS = [
+    ('window', 'cyclic', 'relative'),
+    ('window', 'none', 'relative'),
+    ('window', 'padding', 'relative'),
+    ('sliding', 'cyclic', 'relative'),
+    ('sliding_blocked', 'cyclic', 'relative'),
+    ('performer', 'cyclic', 'absolute'),
+    ('global', 'cyclic', 'none'),
+    ('window', 'cyclic', 'absolute'),
+    ('window', 'cyclic', 'absolute+relative'),
+    ('window', 'cyclic', 'relative_only'),
+    ('window', 'cyclic', 'none'),
+]
+VARIANT_IDS = ['-'.join(v) for v in VARIANTS]
+ODD_INPUT = (1, 3, 97, 130)
+
+
+@pytest.fixture(scope='module')
+def default_shapes():
+    torch.manual_seed(0)
+    model = SwinTransformer(arch='tiny', depths=(2, 2, 2, 2)).eval()
+    with torch.no_grad():
+        outs = model(torch.randn(*ODD_INPUT))
+    return model.out_channels, [tuple(o.shape) for o in outs]
+
+
+@pytest.mark.parametrize('variant', VARIANTS, ids=VARIANT_IDS)
+def test_every_variant_keeps_output_shapes(variant, default_shapes):
+    attn_type, shift_mode, position = variant
+    torch.manual_seed(0)
+    model = SwinTransformer(arch='tiny', depths=(2, 2, 2, 2),
+                            attn_type=attn_type, shift_mode=shift_mode,
+                            position=position).eval()
+    with torch.no_grad():
+        outs = model(torch.randn(*ODD_INPUT))
+    channels, shapes = default_shapes
+    assert shapes == [(1, 96, 25, 33), (1, 192, 13, 17), (1, 384, 7, 9),
+                      (1, 768, 4, 5)]
+    assert model.out_channels == channels
+    assert [tuple(o.shape) for o in outs] == shapes
+    assert all(torch.isfinite(o).all() for o in outs)
+
+
+def test_chunk_size_does_not_change_outputs_or_gradients():
+    chunked_cfg = dict(chunk_tokens=64)  # 1 window, 32 MLP rows per chunk
+    plain = _small_swin()
+    chunked = SwinTransformer(arch='tiny', depths=(2, 2), num_heads=(3, 6),
+                              out_indices=(0, 1), drop_path_rate=0.,
+                              attn_cfg=chunked_cfg)
+    chunked.load_state_dict(plain.state_dict())
+    assert chunked.layers[0].blocks[0].attn.chunk_tokens == 64
+    x = torch.randn(2, 3, 60, 92)  # 15x23 tokens: padded windows too
+    chunked.eval()
+    with torch.no_grad():
+        for a, b in zip(chunked(x), plain(x)):
+            torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+    plain.train()
+    chunked.train()
+    grad_outs = [torch.randn_like(o) for o in plain(x)]
+    for model in (plain, chunked):
+        model.zero_grad()
+        sum((o * g).sum() for o, g in zip(model(x), grad_outs)).backward()
+    for (name, a), b in zip(chunked.named_parameters(), plain.parameters()):
+        torch.testing.assert_close(a.grad, b.grad, atol=1e-5, rtol=1e-4,
+                                   msg=name)
+
+
+# ------------------------------------------------------------------------ AMP
+def test_bf16_autocast_matches_fp32():
+    """Default Swin-T under CPU bf16 autocast: finite, and each pyramid
+    level within 3% relative L2 error of fp32 (measured ~0.5-1.2%)."""
+    torch.manual_seed(0)
+    model = SwinTransformer(arch='tiny', drop_path_rate=0.)
+    model.init_weights()
+    model.eval()
+    x = torch.randn(1, 3, 64, 64)
+    with torch.no_grad():
+        ref = model(x)
+        with torch.autocast('cpu', dtype=torch.bfloat16):
+            out = model(x)
+    for a, b in zip(out, ref):
+        assert a.shape == b.shape and torch.isfinite(a).all()
+        rel = ((a.float() - b).norm() / b.norm()).item()
+        assert rel < 0.03, rel
+
+
+@pytest.mark.parametrize('shift_mode', ['cyclic', 'padding'])
+@pytest.mark.parametrize('hw', [(14, 21), (10, 13), (3, 5)])
+def test_bf16_shifted_mask_path_is_finite(shift_mode, hw):
+    """Masked logits (MASK_VALUE) plus large contents must not overflow to
+    inf/NaN in bf16, forward or backward, incl. maps smaller than a window."""
+    attn = _attn(7, shift_mode=shift_mode).train()
+    x = (10 * torch.randn(2, *hw, C)).requires_grad_(True)
+    with torch.autocast('cpu', dtype=torch.bfloat16):
+        out = attn(x, 3)
+    assert out.dtype == torch.bfloat16 and torch.isfinite(out).all()
+    out.float().sum().backward()
+    assert torch.isfinite(x.grad).all()
+    assert all(torch.isfinite(p.grad).all() for p in attn.parameters())
+    with torch.no_grad():
+        ref = attn(x, 3)
+    rel = ((out.float() - ref).norm() / ref.norm()).item()
+    assert rel < 0.05, rel
+
+
+# -------------------------------------------------------------- torch.compile
+def test_torch_compile_fullgraph_matches_eager():
+    """Takes ~1 min of inductor compilation on one CPU thread."""
+    model = _small_swin()
+    x = torch.randn(1, 3, 64, 64)
+    with torch.no_grad():
+        eager = model(x)
+        start = time.time()
+        compiled = torch.compile(model, fullgraph=True)(x)
+        elapsed = time.time() - start
+    print(f'torch.compile(fullgraph=True) first call: {elapsed:.1f}s')
+    assert len(compiled) == len(eager) == 2
+    for a, b in zip(compiled, eager):
+        torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-4)
+
+
+# ---------------------------------------------------------------- bad configs
+@pytest.mark.parametrize('kwargs,field', [
+    (dict(attn_type='swin'), 'attn_type'),
+    (dict(shift_mode='roll'), 'shift_mode'),
+    (dict(position='learned'), 'position'),
+    (dict(attn_type='performer', position='relative'), 'position'),
+    (dict(attn_type='performer'), 'position'),  # default position: relative
+    (dict(attn_type='global', position='absolute+relative'), 'position'),
+    (dict(attn_type='global', position='relative_only'), 'position'),
+])
+def test_bad_variant_fields_are_refused(kwargs, field):
+    with pytest.raises(ValueError, match=field) as err:
+        SwinTransformer(depths=(1, 1), num_heads=(3, 6), **kwargs)
+    bad = [v for v in kwargs.values() if f'{v!r}' in str(err.value)]
+    assert bad, str(err.value)  # names the offending value too
+    with pytest.raises(ValueError, match=field):
+        SwinAttention(C, HEADS, 4, **kwargs)
+
+
+def test_valid_global_variants_build():
+    for kwargs in (dict(attn_type='performer', position='absolute'),
+                   dict(attn_type='performer', position='none'),
+                   dict(attn_type='global', position='none')):
+        SwinAttention(C, HEADS, 4, **kwargs)
+
+
+# ----------------------------------------- every variant in detector/segmentor
+DET_CONFIG = osp.join(
+    REPO, 'configs', 'swin',
+    'cascade-mask-rcnn_swin-t-p4-w7_fpn_giou-4conv1f_ms-crop-3x_coco.py')
+SEG_CONFIG = osp.join(REPO, 'configs', 'demo', 'upernet_swin-t_shapes-ade.py')
+
+
+def _load_config(path, variant):
+    from mmengine.config import Config
+    cfg = Config.fromfile(path)
+    attn_type, shift_mode, position = variant
+    # depths shrunk for speed; widths stay (the necks' channels are fixed)
+    cfg.model.backbone.update(
+        attn_type=attn_type, shift_mode=shift_mode, position=position,
+        depths=(2, 2, 2, 2), init_cfg=None)
+    return cfg
+
+
+def _build(cfg, scope):
+    from mmengine.model import revert_sync_batchnorm
+    from mmengine.registry import DefaultScope
+    if scope == 'mmdet':
+        from mmdet.registry import MODELS
+    else:
+        from mmseg.registry import MODELS
+    torch.manual_seed(0)
+    with DefaultScope.overwrite_default_scope(scope):
+        model = MODELS.build(cfg.model)
+    # what mmengine's runner does outside distributed training
+    model = revert_sync_batchnorm(model)
+    model.init_weights()
+    return model.train()
+
+
+def _det_batch():
+    from mmdet.structures import DetDataSample
+    from mmdet.structures.mask import BitmapMasks
+    from mmengine.structures import InstanceData
+    g = torch.Generator().manual_seed(0)
+    img = torch.randint(0, 256, (3, 64, 64), generator=g, dtype=torch.uint8)
+    sample = DetDataSample(metainfo=dict(
+        img_id=0, img_shape=(64, 64), ori_shape=(64, 64),
+        pad_shape=(64, 64), scale_factor=(1., 1.)))
+    gt = InstanceData()
+    gt.bboxes = torch.tensor([[8., 10., 40., 50.]])
+    gt.labels = torch.tensor([3])
+    mask = torch.zeros(1, 64, 64, dtype=torch.uint8)
+    mask[0, 10:50, 8:40] = 1
+    gt.masks = BitmapMasks(mask.numpy(), 64, 64)
+    sample.gt_instances = gt
+    return dict(inputs=[img], data_samples=[sample])
+
+
+def _seg_batch():
+    from mmengine.structures import PixelData
+    from mmseg.structures import SegDataSample
+    g = torch.Generator().manual_seed(0)
+    inputs, samples = [], []
+    for _ in range(2):  # UperNet's pooled BN branch needs a batch of 2
+        inputs.append(torch.randint(0, 256, (3, 64, 64), generator=g,
+                                    dtype=torch.uint8))
+        sample = SegDataSample(metainfo=dict(
+            img_shape=(64, 64), ori_shape=(64, 64), pad_shape=(64, 64)))
+        sample.gt_sem_seg = PixelData(
+            data=torch.randint(0, 3, (1, 64, 64), generator=g))
+        samples.append(sample)
+    return dict(inputs=inputs, data_samples=samples)
+
+
+def _train_step_checks(model, batch, expected_losses):
+    data = model.data_preprocessor(batch, training=True)
+    losses = model(**data, mode='loss')
+    assert expected_losses <= set(losses), sorted(losses)
+    loss, log_vars = model.parse_losses(losses)
+    assert all(math.isfinite(v) for v in log_vars.values()), log_vars
+    loss.backward()
+    backbone = model.backbone
+    for name, p in backbone.named_parameters():
+        assert p.grad is not None, name
+        assert torch.isfinite(p.grad).all(), name
+    for i, stage in enumerate(backbone.layers):
+        assert sum(p.grad.abs().sum() for p in stage.parameters()) > 0, i
+    if backbone.use_abs_pos_embed:
+        assert backbone.absolute_pos_embed.grad.abs().sum() > 0
+
+
+def _check_backbone(model, variant):
+    attn_type, shift_mode, position = variant
+    attn = model.backbone.layers[0].blocks[1].attn
+    assert (attn.attn_type, attn.shift_mode) == (attn_type, shift_mode)
+    assert model.backbone.depths == (2, 2, 2, 2)
+
+
+@pytest.mark.parametrize('variant', VARIANTS, ids=VARIANT_IDS)
+def test_variant_trains_in_cascade_mask_rcnn(variant):
+    cfg = _load_config(DET_CONFIG, variant)
+    # fewer sampled RoIs/proposals for speed: same heads and losses
+    for stage in cfg.model.train_cfg.rcnn:
+        stage.sampler.num = 32
+    cfg.model.train_cfg.rpn_proposal.update(nms_pre=200, max_per_img=100)
+    model = _build(cfg, 'mmdet')
+    _check_backbone(model, variant)
+    _train_step_checks(
+        model, _det_batch(),
+        {'loss_rpn_cls', 'loss_rpn_bbox', 's0.loss_cls', 's0.loss_bbox',
+         's0.loss_mask', 's2.loss_cls', 's2.loss_bbox', 's2.loss_mask'})
+
+
+@pytest.mark.parametrize('variant', VARIANTS, ids=VARIANT_IDS)
+def test_variant_trains_in_upernet(variant):
+    cfg = _load_config(SEG_CONFIG, variant)
+    cfg.model.data_preprocessor.size = (64, 64)
+    model = _build(cfg, 'mmseg')
+    _check_backbone(model, variant)
+    _train_step_checks(model, _seg_batch(),
+                       {'decode.loss_ce', 'aux.loss_ce'})
