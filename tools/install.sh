@@ -21,7 +21,7 @@ PYEOF
 }
 
 # Fast path: everything already importable and this checkout installed.
-if have mmcv.ops mmdet mmseg mmpretrain.models mmvisattn pytest && [ "$(cd / && $PY -c 'import mmvisattn,os;print(os.path.realpath(os.path.dirname(mmvisattn.__file__)))')" = "$(realpath mmvisattn)" ]; then
+if have mmcv.ops mmdet mmseg mmpretrain.models mmvisattn pytest timm && [ "$(cd / && $PY -c 'import mmvisattn,os;print(os.path.realpath(os.path.dirname(mmvisattn.__file__)))')" = "$(realpath mmvisattn)" ]; then
   echo "[install] stack already present; nothing to do"
   exit 0
 fi

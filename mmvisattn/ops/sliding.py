@@ -5,7 +5,8 @@ The Swin paper's Table 5 compares shifted windows with sliding windows, once
 here with the same semantics, so they can be tested against each other:
 neighbourhood offsets ``k - M // 2`` for ``k`` in ``0..M-1`` on each axis;
 keys outside the image are masked; the relative position bias of a pair is
-read from the same ((2M-1)^2, heads) table as window attention uses.
+read from the same ((2M-1)^2, heads) table, by the same query - key offset,
+as window attention uses.
 """
 import functools
 from typing import Optional, Tuple
@@ -25,9 +26,13 @@ def _halo(window_size: int) -> Tuple[int, int]:
 def sliding_relative_index(window_size: int,
                            device: torch.device = torch.device('cpu')
                            ) -> torch.Tensor:
-    """(M*M,) index of each neighbour offset into a (2M-1)^2 bias table."""
+    """(M*M,) index of each neighbour offset into a (2M-1)^2 bias table.
+
+    Rows are looked up by query - key, as in window attention
+    (:func:`relative_position_index`), so one table serves both.
+    """
     M = window_size
-    offset = torch.arange(M) - M // 2 + (M - 1)  # shifted to start at 0
+    offset = M // 2 - torch.arange(M) + (M - 1)  # query - key, from 0
     return (offset[:, None] * (2 * M - 1) + offset[None, :]).reshape(-1).to(
         device)
 

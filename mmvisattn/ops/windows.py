@@ -75,8 +75,9 @@ def window_layout(height: int,
     shift_mode:
         ``'cyclic'``: pad bottom/right to window multiples, roll by
             ``-shift_size`` (Swin's efficient batch computation, fig. 4).
-        ``'padding'``: offset the window grid by ``shift_size``, padding the
-            top/left by ``shift_size`` and the bottom/right to full windows
+        ``'padding'``: the same shifted windows without the roll: the top/left
+            is padded by ``window_size - shift_size``, the bottom/right to full
+            windows
             (the "padding" baseline of Table 5: more windows, padded tokens
             to be masked).
         ``'none'``: ``shift_size`` must be 0.
@@ -88,7 +89,9 @@ def window_layout(height: int,
         raise ValueError(f'shift_size={shift_size} must be in '
                          f'[0, window_size={window_size})')
     ws = window_size
-    top = left = shift_size if shift_mode == 'padding' else 0
+    # A cyclic shift by -s puts window borders at s + k*ws; the padded
+    # partition must cut at the same places, so it pads ws - s in front.
+    top = left = (ws - shift_size) % ws if shift_mode == 'padding' else 0
     frame_h = -(-(height + top) // ws) * ws
     frame_w = -(-(width + left) // ws) * ws
     pad = (top, frame_h - height - top, left, frame_w - width - left)

@@ -1,6 +1,7 @@
 """Attention-variant speed: the Swin paper's Table 5, re-run on this device.
 
-    python tools/analysis_tools/benchmark_attention.py [--mode table|scaling|all]
+    python tools/analysis_tools/benchmark_attention.py
+        [--mode table|scaling|all]
         [--device cpu|cuda] [--repeats N] [--heavy-repeats N] [--quick]
         [--batch B] [--backbone-shape H W] [--archs tiny small base]
         [--infer-shape 800 1216] [--train-shape 512 512]
@@ -32,20 +33,26 @@
     sum of the output means) at 1x3x512x512; time ratio ours/mmdet (targets
     <= 0.67 and <= 0.8) and peak memory ratio ours/mmdet (target <= 1.0).
     Peak memory is taken from a fresh subprocess per model and step: on CPU
-    the rise of ``ru_maxrss`` above the resident size right before the step
-    (torch's CPU allocations are invisible to tracemalloc), on CUDA
+    the rise of the peak resident size (``VmHWM``, reset to the current
+    size through /proc/self/clear_refs right before the step) above the
+    resident size before the step (torch's CPU allocations are invisible to
+    tracemalloc; ``ru_maxrss`` is not used because Linux carries the
+    parent's resident size into a child's across fork + exec), on CUDA
     ``torch.cuda.max_memory_allocated`` minus the memory allocated before
-    the step. A "(>=)" mark means the process's earlier high-water mark hid
-    the step's peak, so the figure is only a lower bound.
+    the step. A "(>=)" mark means the peak could not be reset and the
+    process's earlier high-water mark hid the step's peak: a lower bound.
 
 ``--mode scaling`` (part of ``all``): one stage-1 layer (C=96, 3 heads,
 (s/4)^2 tokens) for input sizes s = ``--sizes`` (default 256..768) with
 cyclic shifted windows, the blocked sliding-window kernel and global MSA
 (``F.scaled_dot_product_attention``, no position). log(time) = a + b
 log(pixels) is fitted by least squares; b ~ 1 means linear in the image
-area (windows), b ~ 2 quadratic (global). A global run slower than
-``--global-limit`` seconds (or predicted to be, from the previous size and
-b = 2) drops that size and larger ones for global; the output says so.
+area (windows), b ~ 2 quadratic (global). Maps whose side is not a
+multiple of 7 are padded (64 -> 70 tokens at 256^2: +20% work, 1-8% at the
+larger sizes), which pulls the window exponents slightly below 1. A
+global run slower than ``--global-limit`` seconds (or predicted to be,
+from the previous size and b = 2) drops that size and larger ones for
+global; the output says so.
 
 Timing: every callable runs once to warm up (allocator, caches, kernel
 selection), then the rows of a table alternate repeat by repeat so the
@@ -53,10 +60,12 @@ machine's drift hits all alike; medians are printed. ``--repeats`` (5) is
 used for cheap rows, ``--heavy-repeats`` (3) for the 800x1216 inference,
 the training step and scaling points whose warm-up took over a second.
 Only the RATIOS are meant to be read: the absolute times depend on the
-device and, on a shared CPU, on the neighbours. Nothing here asserts a
-timing. ``--quick`` (smoke test) uses one repeat, Swin-T only, sizes 224,
-320 and 448, and small fast-path shapes (320x320 inference, 224x224 train)
-instead of 800x1216 / 512x512.
+device and, on a shared CPU, on the neighbours (the first line prints the
+load average; when it exceeds the core count, ``--threads 1`` gives much
+steadier numbers than threads that keep waiting for each other). Nothing
+here asserts a timing. ``--quick`` (smoke test) uses one repeat, Swin-T
+only, sizes 224, 320 and 448, and small fast-path shapes (320x320
+inference, 224x224 train) instead of 800x1216 / 512x512.
 
 Paper reference (Liu et al., "Swin Transformer", arXiv 2103.14030, Table 5,
 V100 GPU): "MSA in a stage (ms)" for stages 1-4 and "Arch. (FPS)" for
@@ -83,13 +92,13 @@ import gc
 import json
 import math
 import os
-import resource
 import statistics
 import subprocess
 import sys
 import time
 
 import torch
+from mmengine.logging import MMLogger
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from benchmark_backbone import build_pair  # noqa: E402
@@ -317,16 +326,23 @@ def backbone_throughput(args, device):
 
 
 # ------------------------------------------------------ (c) fast-path check
-def current_rss_mb():
+def proc_status_mb(field):
+    """``VmRSS`` / ``VmHWM`` of this process from /proc, in MB."""
     with open('/proc/self/status') as f:
         for line in f:
-            if line.startswith('VmRSS:'):
+            if line.startswith(field + ':'):
                 return int(line.split()[1]) / 1024
-    return 0.
+    raise RuntimeError(f'no {field} in /proc/self/status')
 
 
-def maxrss_mb():
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+def reset_peak_rss():
+    """Reset VmHWM to the current RSS (Linux >= 4.0); False if refused."""
+    try:
+        with open('/proc/self/clear_refs', 'w') as f:
+            f.write('5')
+        return True
+    except OSError:
+        return False
 
 
 def memory_probe(which, kind, shape, arch, device):
@@ -360,10 +376,14 @@ def memory_probe(which, kind, shape, arch, device):
         peak = (torch.cuda.max_memory_allocated(device) - base) / 2**20
         exact = True
     else:
-        base, high_before = current_rss_mb(), maxrss_mb()
+        # Not ru_maxrss: Linux carries the parent's resident size into it
+        # across fork + exec, so a child's ru_maxrss starts at the size of
+        # this (big) benchmark process. VmHWM belongs to the new image.
+        reset = reset_peak_rss()
+        base, high_before = proc_status_mb('VmRSS'), proc_status_mb('VmHWM')
         step()
-        high_after = maxrss_mb()
-        peak, exact = high_after - base, high_after > high_before
+        high_after = proc_status_mb('VmHWM')
+        peak, exact = high_after - base, reset or high_after > high_before
     print(json.dumps(dict(peak_mb=peak, exact=exact)))
 
 
@@ -520,8 +540,10 @@ def parse_args(argv=None):
                         help='batch of (a), (b) and scaling (paper: 64)')
     parser.add_argument('--backbone-shape', type=int, nargs=2,
                         default=(224, 224))
-    parser.add_argument('--archs', nargs='+', default=['tiny', 'small', 'base'],
-                        choices=list(SwinTransformer.arch_zoo))
+    parser.add_argument('--archs', nargs='+',
+                        default=['tiny', 'small', 'base'],
+                        choices=list(SwinTransformer.arch_zoo),
+                        help='archs of (b); the first one is used in (c)')
     parser.add_argument('--infer-shape', type=int, nargs=2,
                         default=(800, 1216))
     parser.add_argument('--train-shape', type=int, nargs=2,
@@ -541,11 +563,15 @@ def parse_args(argv=None):
         args.sizes = [224, 320, 448]
         args.infer_shape, args.train_shape = (320, 320), (224, 224)
     args.sizes = sorted(args.sizes)
+    args.repeats, args.heavy_repeats = max(1, args.repeats), max(
+        1, args.heavy_repeats)
     return args
 
 
 def main():
     args = parse_args()
+    # mmengine logs every parameter's init at INFO level: keep it quiet.
+    MMLogger.get_instance('benchmark_attention', log_level='WARNING')
     if args.threads:
         torch.set_num_threads(args.threads)
     device = torch.device(args.device or (
@@ -557,10 +583,12 @@ def main():
     import mmdet
     name = torch.cuda.get_device_name(device) if device.type == 'cuda' \
         else 'cpu'
+    load = os.getloadavg()[0] if hasattr(os, 'getloadavg') else float('nan')
     print(f'torch {torch.__version__}, device {device.type} ({name}), '
           f'{torch.get_num_threads()} threads, mmdet {mmdet.__version__}, '
           f'mode {args.mode}, repeats {args.repeats}/{args.heavy_repeats}'
-          f'{", quick" if args.quick else ""}')
+          f'{", quick" if args.quick else ""}; load average {load:.1f} on '
+          f'{os.cpu_count()} cpus')
     start = time.perf_counter()
     if args.mode in ('table', 'all'):
         msa_per_stage(args, device)
