@@ -46,10 +46,10 @@ def window_attention(q: torch.Tensor,
     if mask is None:
         # Windows are independent: fold them into the batch, bias broadcasts.
         attn_mask = None if bias is None else bias.to(q.dtype).unsqueeze(0)
-        out = F.scaled_dot_product_attention(
-            q.reshape(B * nW, heads, N, d), k.reshape(B * nW, heads, N, d),
-            v.reshape(B * nW, heads, N, d), attn_mask=attn_mask,
-            dropout_p=dropout_p, scale=scale)
+        out = _attend(q.reshape(B * nW, heads, N, d),
+                      k.reshape(B * nW, heads, N, d),
+                      v.reshape(B * nW, heads, N, d), attn_mask, dropout_p,
+                      scale)
         return out.view(B, nW, heads, N, d)
     # Masks differ per window position: fold windows into the head axis so
     # one (1, nW*heads, N, N) mask broadcasts over the batch.
@@ -58,8 +58,18 @@ def window_attention(q: torch.Tensor,
         attn_mask = attn_mask + bias.unsqueeze(0)
     attn_mask = attn_mask.to(q.dtype).expand(nW, heads, N, N).reshape(
         1, nW * heads, N, N)
-    out = F.scaled_dot_product_attention(
-        q.reshape(B, nW * heads, N, d), k.reshape(B, nW * heads, N, d),
-        v.reshape(B, nW * heads, N, d), attn_mask=attn_mask,
-        dropout_p=dropout_p, scale=scale)
-    return out.view(B, nW, heads, N, d)
+    q, k, v = (t.reshape(B, nW * heads, N, d) for t in (q, k, v))
+    return _attend(q, k, v, attn_mask, dropout_p, scale).view(
+        B, nW, heads, N, d)
+
+
+def _attend(q, k, v, attn_mask, dropout_p, scale):
+    if attn_mask is not None and attn_mask.requires_grad:
+        # A learned bias needs its gradient, which the fused CPU kernels do
+        # not give; spelled out, this skips the math fallback's all-masked
+        # row checks (our masks never block a whole row).
+        scale = q.shape[-1]**-0.5 if scale is None else scale
+        attn = ((q * scale) @ k.transpose(-2, -1) + attn_mask).softmax(-1)
+        return F.dropout(attn, dropout_p) @ v
+    return F.scaled_dot_product_attention(
+        q, k, v, attn_mask=attn_mask, dropout_p=dropout_p, scale=scale)

@@ -78,7 +78,8 @@ class SwinTransformer(BaseModule):
         position: ``'relative'`` (default) | ``'absolute'`` | ``'none'`` |
             ``'absolute+relative'`` | ``'relative_only'`` (bias without the
             q.k term): the rows of Table 4.
-        attn_cfg: extra attention options, e.g. ``performer_features=256``
+        attn_cfg: extra attention options, e.g. ``performer_features`` (FAVOR+
+            random features, default d ln d for head width d)
             or ``chunk_tokens`` (rows per chunk on the CPU fast path).
         use_abs_pos_embed: add an absolute position embedding (also implied
             by ``position='absolute'``/``'absolute+relative'``);

@@ -83,7 +83,7 @@ class SwinAttention(BaseModule):
                  attn_type: str = 'window',
                  shift_mode: str = 'cyclic',
                  position: str = 'relative',
-                 performer_features: int = 256,
+                 performer_features: Optional[int] = None,
                  chunk_tokens: int = CHUNK_TOKENS,
                  init_cfg=None):
         super().__init__(init_cfg)
@@ -111,11 +111,15 @@ class SwinAttention(BaseModule):
             self.relative_position_bias_table = None
         if attn_type == 'performer':
             # Drawn once and saved with the weights, so a checkpoint
-            # reproduces its outputs exactly.
+            # reproduces its outputs exactly. Default m = d ln d features,
+            # the FAVOR+ paper's choice.
+            head_dims = embed_dims // num_heads
+            if performer_features is None:
+                performer_features = max(1, round(head_dims *
+                                                  math.log(head_dims)))
             self.register_buffer(
                 'performer_projection',
-                orthogonal_random_features(performer_features,
-                                           embed_dims // num_heads))
+                orthogonal_random_features(performer_features, head_dims))
         self.qkv = nn.Linear(embed_dims, embed_dims * 3, bias=qkv_bias)
         self.proj = nn.Linear(embed_dims, embed_dims)
         self.proj_drop = nn.Dropout(proj_drop_rate)
