@@ -60,7 +60,7 @@ global; the output says so.
 Timing: every callable runs once to warm up (allocator, caches, kernel
 selection), then the rows of a table alternate repeat by repeat so the
 machine's drift hits all alike; medians are printed. ``--repeats`` (5) is
-used for cheap rows, ``--heavy-repeats`` (3) for the 800x1216 inference,
+used for cheap rows, ``--heavy-repeats`` (5) for the 800x1216 inference,
 the training step and scaling points whose warm-up took over a second.
 Only the RATIOS are meant to be read: the absolute times depend on the
 device and, on a shared CPU, on the neighbours (the first line prints the
@@ -542,7 +542,7 @@ def parse_args(argv=None):
     parser.add_argument('--device', choices=('cpu', 'cuda'), default=None,
                         help='default: cuda if available, else cpu')
     parser.add_argument('--repeats', type=int, default=5)
-    parser.add_argument('--heavy-repeats', type=int, default=3)
+    parser.add_argument('--heavy-repeats', type=int, default=5)
     parser.add_argument('--quick', action='store_true')
     parser.add_argument('--batch', type=int, default=1,
                         help='batch of (a), (b) and scaling (paper: 64)')
