@@ -626,3 +626,35 @@ def test_sliding_and_window_read_the_table_alike(attn_type):
     with torch.no_grad():
         a, b = window(x)[0, M // 2, M // 2], sliding(x)[0, M // 2, M // 2]
     torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+
+
+def test_extra_global_block_mixes_all_tokens_and_loads_pretrained(tmp_path):
+    """HTC++'s backbone: one global-attention block after the last stage.
+    A token of the last map then depends on every other token, and an
+    ImageNet checkpoint without the block still loads (block initialised)."""
+    torch.manual_seed(0)
+    kwargs = dict(arch='tiny', depths=(2, 2), num_heads=(3, 6),
+                  out_indices=(0, 1), drop_path_rate=0.)
+    plain = SwinTransformer(**kwargs)
+    plain.init_weights()
+    path = tmp_path / 'plain.pth'
+    torch.save({'state_dict': plain.state_dict()}, path)
+    model = SwinTransformer(
+        extra_global_block=True,
+        init_cfg=dict(type='Pretrained', checkpoint=str(path)), **kwargs)
+    model.init_weights()
+    model.eval()
+    assert model.global_block.attn.attn_type == 'global'
+    for key, value in plain.state_dict().items():
+        torch.testing.assert_close(model.state_dict()[key], value)
+    # 112x112 input: the last map is 14x14 = 2x2 windows of 7; perturb a
+    # pixel region that only reaches the top-left window, watch bottom-right.
+    x = torch.randn(1, 3, 112, 112)
+    x2 = x.clone()
+    x2[..., :8, :8] += 1.
+    with torch.no_grad():
+        far = (model(x)[-1] - model(x2)[-1])[0, :, -1, -1].abs().max()
+        far_plain = (plain.eval()(x)[-1] - plain(x2)[-1])[0, :, -1, -1]
+    assert far > 1e-4
+    # without the global block the window cannot see that far ...
+    assert far_plain.abs().max() < 1e-6

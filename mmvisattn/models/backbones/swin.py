@@ -87,6 +87,10 @@ class SwinTransformer(BaseModule):
             inputs.
         act_cfg, norm_cfg: activation and norm configs (mmcv builders).
         with_cp: gradient checkpointing per block (saves memory in training).
+        extra_global_block: append one Swin block with global self-attention
+            (no position term) after the last stage, before its output norm:
+            the HTC++ backbone of the paper's appendix A2.2. Its weights are
+            ``global_block.*``, new to any classification checkpoint.
         frozen_stages: -1 trains all; 0 freezes the patch embedding; k>0
             also freezes stages 1..k and their output norms.
         norm_eval: keep BatchNorm layers (e.g. from a plugin) in eval mode.
@@ -133,6 +137,7 @@ class SwinTransformer(BaseModule):
                  act_cfg: dict = dict(type='GELU'),
                  norm_cfg: dict = dict(type='LN'),
                  with_cp: bool = False,
+                 extra_global_block: bool = False,
                  frozen_stages: int = -1,
                  norm_eval: bool = False,
                  init_cfg: Optional[dict] = None):
@@ -211,24 +216,46 @@ class SwinTransformer(BaseModule):
             self.add_module(f'norm{i}',
                             build_norm_layer(norm_cfg,
                                              self.num_features[i])[1])
+        self.global_block = SwinBlock(
+            embed_dims=self.num_features[-1],
+            num_heads=num_heads[-1],
+            window_size=window_size,
+            mlp_ratio=mlp_ratio,
+            qkv_bias=qkv_bias,
+            qk_scale=qk_scale,
+            drop_rate=drop_rate,
+            attn_drop_rate=attn_drop_rate,
+            drop_path_rate=drop_path_rate,
+            act_cfg=act_cfg,
+            norm_cfg=norm_cfg,
+            with_cp=with_cp,
+            attn_cfg=dict(
+                attn_cfg, attn_type='global',
+                position='none')) if extra_global_block else None
         self.out_channels = [self.num_features[i] for i in out_indices]
         self._freeze_stages()
 
     # ------------------------------------------------------------------ init
+    @staticmethod
+    def _init_transformer(module: nn.Module):
+        for m in module.modules():
+            if isinstance(m, nn.Linear):
+                trunc_normal_(m.weight, std=.02)
+                if m.bias is not None:
+                    nn.init.zeros_(m.bias)
+            elif isinstance(m, nn.LayerNorm):
+                constant_init(m, 1.0, 0.)
+
     def init_weights(self):
         if self.init_cfg is not None and self.init_cfg.get(
                 'type') == 'Pretrained':
+            if self.global_block is not None:  # not in any pretrained file
+                self._init_transformer(self.global_block)
             self._load_pretrained(self.init_cfg['checkpoint'])
             return
         super().init_weights()  # SwinAttention initialises its bias tables
         if self.init_cfg is None:
-            for m in self.modules():
-                if isinstance(m, nn.Linear):
-                    trunc_normal_(m.weight, std=.02)
-                    if m.bias is not None:
-                        nn.init.zeros_(m.bias)
-                elif isinstance(m, nn.LayerNorm):
-                    constant_init(m, 1.0, 0.)
+            self._init_transformer(self)
             if self.use_abs_pos_embed:
                 trunc_normal_(self.absolute_pos_embed, std=.02)
 
@@ -249,8 +276,10 @@ class SwinTransformer(BaseModule):
             self,
             checkpoint,
             convert=self._convert_checkpoint,
-            # Output norms other than the classifier's final one are new.
-            allowed_missing=lambda k: k.startswith(out_norms),
+            # Output norms other than the classifier's final one, and the
+            # extra global block, are new.
+            allowed_missing=lambda k: k.startswith(out_norms +
+                                                   ('global_block.', )),
             # A classifier has a final norm even if we do not output stage 4.
             allowed_unexpected=lambda k: k.startswith(
                 f'norm{num_stages - 1}.'),
@@ -301,6 +330,8 @@ class SwinTransformer(BaseModule):
         outs = []
         for i, stage in enumerate(self.layers):
             x = stage(x, hw_shape)
+            if self.global_block is not None and i == len(self.layers) - 1:
+                x = self.global_block(x, hw_shape)
             if i in self.out_indices:
                 out = getattr(self, f'norm{i}')(x)
                 outs.append(
