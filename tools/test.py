@@ -1,7 +1,11 @@
 """Evaluate a checkpoint with the config's test metric (COCO mAP, mIoU, ...).
 
     python tools/test.py CONFIG CHECKPOINT [--work-dir DIR] [--out FILE]
-                         [--cfg-options k=v ...] [--launcher pytorch]
+                         [--tta] [--cfg-options k=v ...] [--launcher pytorch]
+
+``--tta`` runs the config's test-time augmentation: ``tta_pipeline`` replaces
+the test pipeline and ``tta_model`` wraps the model (as mmdet's and mmseg's
+own tools do).
 """
 import argparse
 import os.path as osp
@@ -20,7 +24,26 @@ def parse_args():
     parser.add_argument('--work-dir', help='where to save the metrics')
     parser.add_argument(
         '--out', help='dump raw predictions to this pickle file')
+    parser.add_argument(
+        '--tta', action='store_true',
+        help='test-time augmentation: the config\'s tta_pipeline and '
+        'tta_model')
     return parse_tool_args(parser)
+
+
+def apply_tta(cfg, config_path):
+    """Swap in the config's test-time augmentation pipeline and model."""
+    missing = [k for k in ('tta_model', 'tta_pipeline') if k not in cfg]
+    if missing:
+        raise SystemExit(
+            f'--tta: {config_path} defines no {" / ".join(missing)}; add '
+            '`tta_model = dict(type=..., ...)` and `tta_pipeline = [...]` '
+            '(see configs/swin/htc++_swin-b-*.py) or test without --tta')
+    if cfg.get('default_scope') == 'mmdet':
+        import mmvisattn.models.test_time_augs  # noqa: F401  (registers)
+    cfg.test_dataloader.dataset.pipeline = cfg.tta_pipeline
+    cfg.tta_model.module = cfg.model
+    cfg.model = cfg.tta_model
 
 
 def main():
@@ -30,6 +53,8 @@ def main():
     cfg = prepare_config(
         Config.fromfile(args.config), args.config, args.work_dir,
         args.cfg_options, args.launcher)
+    if args.tta:
+        apply_tta(cfg, args.config)
     cfg.load_from = args.checkpoint
     cfg.resume = False
     if args.out:

@@ -1,0 +1,1 @@
+"""Data transforms for mmdet pipelines (import ``mmvisattn.datasets``)."""
