@@ -1,27 +1,217 @@
-"""Params and FLOPs of a Swin classifier (the paper's Table 1 figures).
+"""Params and FLOPs of a detector, segmentor or Swin classifier.
 
+    # a whole detector / segmentor from its config (no weights downloaded)
+    python tools/analysis_tools/get_flops.py CONFIG [--shape H W] \\
+        [--convention paper|mmcv1|fvcore] [--breakdown [DEPTH]] \\
+        [--cfg-options k=v ...]
+    # the paper's Table 2 figures for every zoo config that exists
+    python tools/analysis_tools/get_flops.py --table [--config-dir DIR]
+    # a Swin classifier (Table 1): Swin-T 28.3M / 4.5G at 224
     python tools/analysis_tools/get_flops.py --arch tiny --shape 224 224
 
-Counts with mmengine's FlopAnalyzer (multiply-adds, fvcore convention) plus a
-handle for the fused attention kernel; see mmvisattn/utils/complexity.py.
+FLOPs are multiply-adds (1 MAC = 1 FLOP). ``--shape H W`` is the input
+height and width. Defaults: detectors 800 1280, the paper's "1280x800"
+(mmdet 2.x's tool actually fed a 1280-high, 800-wide tensor; the counts of
+these models are identical either way); segmentors 512 2048 (Table 3);
+classifiers 224 224.
+
+Detectors and segmentors are counted as the paper's figures were, with
+mmdet 2.x / mmseg 0.x's get_flops: the ``forward_dummy`` of those versions
+(two-stage: RPN head, box heads on 1000 random proposals, mask heads on 100
+of them; Sparse R-CNN: its learned proposals through every stage;
+segmentors: no auxiliary head), counted by mmcv 1.x's module hooks (convs,
+linears, norms, ReLUs, pools; GELU, softmax, RoIAlign, interpolation and
+the heads' bmm are free) plus the backbone's attention matmuls (QK^T and
+AV on the padded window grid): ``--convention paper``, the default, within
+0.7% of every Table 2 entry. ``mmcv1`` leaves out the attention matmuls;
+``fvcore`` jit-traces the same forward and counts every matmul (slower).
+Parameters are the trainable ones, as mmcv counts them. See
+``mmvisattn/utils/complexity.py``.
 """
 import argparse
+import copy
+import glob
+import os.path as osp
+import sys
+from typing import Dict, List, Optional, Sequence, Tuple
 
-import mmvisattn  # noqa: F401
-from mmvisattn.utils.complexity import get_complexity
+from mmengine.config import Config, DictAction
+
+import mmvisattn  # noqa: F401  (registry, `mmvisattn::` configs)
+from mmvisattn.utils.complexity import (CONVENTIONS, get_complexity,
+                                        group_by_prefix, model_complexity)
+
+REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+DETECTION_SHAPE = (800, 1280)  # H, W: the paper's "1280x800"
+SEGMENTATION_SHAPE = (512, 2048)  # Table 3
+
+# The paper's Table 2 (and the official detection repo's README): config
+# name (a glob under configs/swin) -> (params M, FLOPs G) at 1280x800.
+ZOO: List[Tuple[str, Optional[float], Optional[float]]] = [
+    ('cascade-mask-rcnn_r50_fpn_giou-4conv1f_ms-crop-3x_coco.py', 82, 739),
+    ('cascade-mask-rcnn_swin-t-p4-w7_fpn_giou-4conv1f_ms-crop-1x_coco.py',
+     86, 745),
+    ('cascade-mask-rcnn_swin-t-p4-w7_fpn_giou-4conv1f_ms-crop-3x_coco.py',
+     86, 745),
+    ('cascade-mask-rcnn_swin-s-p4-w7_fpn_giou-4conv1f_ms-crop-1x_coco.py',
+     107, 838),
+    ('cascade-mask-rcnn_swin-s-p4-w7_fpn_giou-4conv1f_ms-crop-3x_coco.py',
+     107, 838),
+    ('cascade-mask-rcnn_swin-b-p4-w7_fpn_giou-4conv1f_ms-crop-1x_coco.py',
+     145, 982),
+    ('cascade-mask-rcnn_swin-b-p4-w7_fpn_giou-4conv1f_ms-crop-3x_coco.py',
+     145, 982),
+    ('atss_r50_fpn_ms-3x_coco.py', 32, 205),
+    ('atss_swin-t-p4-w7_fpn_ms-3x_coco.py', 36, 215),
+    ('sparse-rcnn_r50_fpn_300-proposals_ms-3x_coco.py', 106, 166),
+    ('sparse-rcnn_swin-t-p4-w7_fpn_300-proposals_ms-3x_coco.py', 110, 172),
+    # HTC++ (semantic branch, extra global block): Table 2(b)/(c)
+    ('htc++_swin-b-*.py', 160, 1043),
+    ('htc++_swin-l-*.py', 284, 1470),
+    # without the semantic branch: not in the paper, counted for reference
+    ('htc*-without-semantic_swin-*.py', None, None),
+]
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument('--arch', default='tiny',
-                        choices=['tiny', 'small', 'base', 'large'])
-    parser.add_argument('--shape', type=int, nargs=2, default=(224, 224))
-    parser.add_argument('--window-size', type=int, default=7)
-    parser.add_argument('--num-classes', type=int, default=1000)
-    args = parser.parse_args()
+def _strip_pretrained(node):
+    """``init_cfg=None`` wherever weights would be loaded, ``pretrained``
+    keys dropped: building the model never touches the network."""
+    if isinstance(node, dict):
+        for key in list(node.keys()):
+            value = node[key]
+            if key == 'init_cfg' and _loads_weights(value):
+                node[key] = None
+            elif key == 'pretrained' and isinstance(value, str):
+                node[key] = None
+            else:
+                _strip_pretrained(value)
+    elif isinstance(node, (list, tuple)):
+        for item in node:
+            _strip_pretrained(item)
 
+
+def _loads_weights(init_cfg) -> bool:
+    items = init_cfg if isinstance(init_cfg, (list, tuple)) else [init_cfg]
+    return any(isinstance(i, dict) and i.get('type') == 'Pretrained'
+               or isinstance(i, dict) and 'checkpoint' in i for i in items)
+
+
+def load_config(path: str, cfg_options: Optional[dict] = None) -> Config:
+    cfg = Config.fromfile(path)
+    if cfg_options:
+        cfg.merge_from_dict(cfg_options)
+    return cfg
+
+
+def _scope(cfg: Config) -> str:
+    scope = cfg.get('default_scope')
+    if scope not in ('mmdet', 'mmseg', 'mmpretrain'):
+        raise ValueError(f'default_scope={scope!r}: expected mmdet, mmseg or '
+                         'mmpretrain (inherit their default_runtime)')
+    return scope
+
+
+def build_model(cfg: Config):
+    """The config's model, built in its ``default_scope``'s registry (the
+    global default scope is left as it was) with no weights loaded:
+    pretrained ``init_cfg``s are dropped and ``init_weights`` is never
+    called. Returns ``(model, scope)``."""
+    import importlib
+
+    from mmengine.registry import DefaultScope
+    scope = _scope(cfg)
+    model_cfg = copy.deepcopy(cfg.model)
+    _strip_pretrained(model_cfg)
+    registry = importlib.import_module(f'{scope}.registry').MODELS
+    with DefaultScope.overwrite_default_scope(scope):
+        return registry.build(model_cfg), scope
+
+
+def count_config(path: str,
+                 shape: Optional[Sequence[int]] = None,
+                 convention: str = 'paper',
+                 cfg_options: Optional[dict] = None) -> Dict:
+    """Build ``path``'s model and count it at ``shape`` (H, W)."""
+    from mmengine.registry import DefaultScope
+    cfg = load_config(path, cfg_options)
+    model, scope = build_model(cfg)
+    if shape is None:
+        shape = dict(mmseg=SEGMENTATION_SHAPE,
+                     mmpretrain=(224, 224)).get(scope, DETECTION_SHAPE)
+    with DefaultScope.overwrite_default_scope(scope):
+        result = model_complexity(model, (3, *shape), convention)
+    result.update(shape=tuple(shape), scope=scope)
+    return result
+
+
+def _fmt_breakdown(result: Dict, depth: int) -> str:
+    groups = group_by_prefix(result['by_module'], depth)
+    params = result['params_by_module']
+    total = result['flops'] or 1.
+    lines = [f'  {"component":<40} {"params(M)":>10} {"FLOPs(G)":>10} '
+             f'{"share":>7}']
+    for name, flops in sorted(groups.items(), key=lambda kv: -kv[1]):
+        p = params.get(name) if depth == 1 else None
+        p = f'{p / 1e6:10.2f}' if p is not None else f'{"":>10}'
+        lines.append(f'  {name:<40} {p} {flops / 1e9:10.2f} '
+                     f'{flops / total:7.1%}')
+    return '\n'.join(lines)
+
+
+def print_result(name: str, result: Dict, breakdown: Optional[int] = None):
+    h, w = result['shape']
+    extra = ''
+    if result['params_all'] != result['params']:
+        extra = f' ({result["params_all"] / 1e6:.2f}M with frozen ones)'
+    print(f'{name}\n  input 3x{h}x{w} (HxW), convention '
+          f'{result["convention"]}: params {result["params"] / 1e6:.2f}M'
+          f'{extra}, FLOPs {result["flops"] / 1e9:.1f}G')
+    if breakdown:
+        print(_fmt_breakdown(result, breakdown))
+
+
+def find_zoo_configs(config_dir: str) -> List[tuple]:
+    """(pattern, path or None, paper params M, paper FLOPs G) per entry."""
+    rows = []
+    for pattern, params, flops in ZOO:
+        paths = sorted(glob.glob(osp.join(config_dir, pattern)))
+        if not paths:
+            rows.append((pattern, None, params, flops))
+        rows.extend((pattern, p, params, flops) for p in paths)
+    return rows
+
+
+def run_table(config_dir: str, shape: Sequence[int], convention: str):
+    header = (f'{"config":<74} {"params(M) ours/paper":>21} {"diff":>6}  '
+              f'{"FLOPs(G) ours/paper":>21} {"diff":>6}')
+    print(f'Swin paper Table 2 at {shape[1]}x{shape[0]} (WxH), convention '
+          f'{convention}')
+    print(header)
+    print('-' * len(header))
+    worst = 0.
+    for pattern, path, p_params, p_flops in find_zoo_configs(config_dir):
+        if path is None:
+            print(f'{pattern:<74} (no such config yet: skipped)')
+            continue
+        r = count_config(path, shape, convention)
+        params, flops = r['params'] / 1e6, r['flops'] / 1e9
+        if p_params is None:
+            print(f'{osp.basename(path):<74} {params:9.1f} /     -       -  '
+                  f'{flops:9.1f} /     -       -', flush=True)
+            continue
+        dp, df = params / p_params - 1, flops / p_flops - 1
+        worst = max(worst, abs(dp), abs(df))
+        print(f'{osp.basename(path):<74} {params:9.1f} /{p_params:6.0f}    '
+              f'{dp:+6.1%}  {flops:9.1f} /{p_flops:6.0f}    {df:+6.1%}',
+              flush=True)
+    print(f'largest difference: {worst:.1%}')
+
+
+def run_classifier(args):
     from mmpretrain.models import ImageClassifier
+
     from mmvisattn.models.backbones import SwinTransformer
+    shape = tuple(args.shape or (224, 224))
     channels = SwinTransformer.arch_zoo[args.arch]['embed_dims'] * 8
     model = ImageClassifier(
         backbone=dict(type='mmvisattn.SwinTransformer', arch=args.arch,
@@ -29,12 +219,67 @@ def main():
         neck=dict(type='GlobalAveragePooling'),
         head=dict(type='LinearClsHead', num_classes=args.num_classes,
                   in_channels=channels))
-    result = get_complexity(model, (3, *args.shape))
-    print(f'Swin-{args.arch[0].upper()} classifier, input 3x{args.shape[0]}x'
-          f'{args.shape[1]}, window {args.window_size}: '
+    result = get_complexity(model, (3, *shape))
+    print(f'Swin-{args.arch[0].upper()} classifier, input 3x{shape[0]}x'
+          f'{shape[1]}, window {args.window_size}: '
           f'params {result["params"] / 1e6:.2f}M, '
           f'FLOPs {result["flops"] / 1e9:.2f}G')
 
 
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    parser.add_argument('config', nargs='?',
+                        help='mmdet/mmseg config (omit with --arch/--table)')
+    parser.add_argument('--shape', type=int, nargs=2, metavar=('H', 'W'),
+                        help='input height and width (default: 800 1280 '
+                        'for detectors, 512 2048 for segmentors, 224 224 '
+                        'for --arch)')
+    parser.add_argument('--convention', choices=CONVENTIONS,
+                        default='paper',
+                        help='paper (default): mmcv 1.x module hooks plus '
+                        'the backbone\'s attention matmuls, which '
+                        'reproduces Table 2; mmcv1: module hooks only; '
+                        'fvcore: jit trace, every matmul (slow)')
+    parser.add_argument('--breakdown', type=int, nargs='?', const=1,
+                        metavar='DEPTH',
+                        help='FLOPs per component (module-name prefix of '
+                        'DEPTH parts, default 1: backbone, neck, heads)')
+    parser.add_argument('--table', action='store_true',
+                        help='count every zoo config of the paper\'s Table '
+                        '2 against its published figures')
+    parser.add_argument('--config-dir', default=osp.join(REPO, 'configs',
+                                                         'swin'),
+                        help='where --table looks for the zoo configs')
+    parser.add_argument('--cfg-options', nargs='+', action=DictAction,
+                        help='override config entries')
+    cls = parser.add_argument_group('classifier mode (Table 1)')
+    cls.add_argument('--arch', choices=['tiny', 'small', 'base', 'large'],
+                     help='count a Swin ImageNet classifier instead')
+    cls.add_argument('--window-size', type=int, default=7)
+    cls.add_argument('--num-classes', type=int, default=1000)
+    args = parser.parse_args(argv)
+    modes = sum([args.config is not None, args.arch is not None, args.table])
+    if modes == 0:
+        args.arch = 'tiny'  # the tool's original behaviour
+    elif modes > 1:
+        parser.error('give one of CONFIG, --arch, --table')
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if args.arch is not None:
+        run_classifier(args)
+    elif args.table:
+        run_table(args.config_dir, tuple(args.shape or DETECTION_SHAPE),
+                  args.convention)
+    else:
+        result = count_config(args.config, args.shape, args.convention,
+                              args.cfg_options)
+        print_result(args.config, result, args.breakdown)
+    return 0
+
+
 if __name__ == '__main__':
-    main()
+    sys.exit(main())

@@ -1,0 +1,215 @@
+"""Whole-detector params/FLOPs against the Swin paper's Table 2.
+
+The paper counted detectors with mmdet 2.x's get_flops (mmcv 1.x module
+hooks on ``forward_dummy``: box heads on 1000 proposals, mask heads on 100)
+with the backbone's attention matmuls included; ``convention='paper'`` of
+mmvisattn.utils.complexity reproduces it. The models are built here from
+mmdet's configs with our backbone, so these tests do not depend on the zoo
+configs.
+"""
+import importlib.util
+import os.path as osp
+
+import pytest
+import torch
+
+from mmvisattn.utils import complexity
+
+REPO = osp.dirname(osp.dirname(osp.abspath(__file__)))
+SHAPE = (3, 800, 1280)  # the paper's 1280x800
+
+CASCADE_SWIN_T = """
+_base_ = ['mmdet::cascade_rcnn/cascade-mask-rcnn_r50_fpn_1x_coco.py']
+
+
+def _head(stds):
+    return dict(
+        type='ConvFCBBoxHead', num_shared_convs=4, num_shared_fcs=1,
+        in_channels=256, conv_out_channels=256, fc_out_channels=1024,
+        roi_feat_size=7, num_classes=80,
+        bbox_coder=dict(type='DeltaXYWHBBoxCoder',
+                        target_means=[0., 0., 0., 0.], target_stds=stds),
+        reg_class_agnostic=False, reg_decoded_bbox=True,
+        norm_cfg=dict(type='SyncBN', requires_grad=True),
+        loss_cls=dict(type='CrossEntropyLoss', use_sigmoid=False,
+                      loss_weight=1.0),
+        loss_bbox=dict(type='GIoULoss', loss_weight=10.0))
+
+
+model = dict(
+    backbone=dict(_delete_=True, type='mmvisattn.SwinTransformer',
+                  arch='tiny', drop_path_rate=0.2,
+                  init_cfg=dict(type='Pretrained',
+                                checkpoint='https://example.invalid/x.pth')),
+    neck=dict(in_channels=[96, 192, 384, 768]),
+    roi_head=dict(bbox_head=[_head([0.1, 0.1, 0.2, 0.2]),
+                             _head([0.05, 0.05, 0.1, 0.1]),
+                             _head([0.033, 0.033, 0.067, 0.067])]))
+"""
+
+ATSS_R50 = "_base_ = 'mmdet::atss/atss_r50_fpn_1x_coco.py'\n"
+
+ATSS_SWIN_T = ATSS_R50 + """
+model = dict(
+    backbone=dict(_delete_=True, type='mmvisattn.SwinTransformer',
+                  arch='tiny', drop_path_rate=0.2, out_indices=(1, 2, 3)),
+    neck=dict(in_channels=[192, 384, 768], start_level=0))
+"""
+
+UPERNET_SWIN_T = """
+_base_ = 'mmseg::swin/swin-tiny-patch4-window7-in1k-pre_upernet_8xb2-160k_ade20k-512x512.py'  # noqa
+model = dict(
+    pretrained=None,
+    backbone=dict(_delete_=True, type='mmvisattn.SwinTransformer',
+                  arch='tiny', drop_path_rate=0.3))
+"""
+
+
+@pytest.fixture(scope='module')
+def tool():
+    spec = importlib.util.spec_from_file_location(
+        'mmvisattn_get_flops',
+        osp.join(REPO, 'tools', 'analysis_tools', 'get_flops.py'))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope='module')
+def configs(tmp_path_factory):
+    root = tmp_path_factory.mktemp('flops_configs')
+    paths = {}
+    for name, text in [('cascade_swin_t', CASCADE_SWIN_T),
+                       ('atss_r50', ATSS_R50), ('atss_swin_t', ATSS_SWIN_T),
+                       ('upernet_swin_t', UPERNET_SWIN_T)]:
+        paths[name] = str(root / f'{name}.py')
+        with open(paths[name], 'w') as f:
+            f.write(text)
+    return paths
+
+
+def _build(tool, path):
+    model, scope = tool.build_model(tool.load_config(path))
+    assert scope == 'mmdet'
+    return model
+
+
+@pytest.fixture(scope='module')
+def atss_swin_t(tool, configs):
+    return _build(tool, configs['atss_swin_t'])
+
+
+def _check(result, params_m, flops_g, tol=0.03):
+    params, flops = result['params'] / 1e6, result['flops'] / 1e9
+    assert abs(params / params_m - 1) <= tol, (params, params_m)
+    assert abs(flops / flops_g - 1) <= tol, (flops, flops_g)
+
+
+def test_cascade_mask_rcnn_swin_t_matches_paper(tool, configs):
+    """86M / 745G (Table 2(a)); we count 85.6M / 745.5G."""
+    model = _build(tool, configs['cascade_swin_t'])
+    # no weights were to be downloaded
+    assert model.backbone.init_cfg is None
+    result = complexity.model_complexity(model, SHAPE, 'paper')
+    _check(result, 86, 745)
+    _check(result, 86, 745, tol=0.01)  # it is much closer than 3%
+    parts = complexity.group_by_prefix(result['by_module'], 2)
+    # 1000 proposals x 3 stages of 4conv1fc box heads; 100 RoIs x 3 masks
+    assert abs(parts['roi_head.bbox_head'] / 1e9 - 386.7) < 0.5, parts
+    assert abs(parts['roi_head.mask_head'] / 1e9 - 159.2) < 0.5, parts
+
+
+def test_atss_matches_paper(tool, configs, atss_swin_t):
+    """ATSS Swin-T 36M / 215G and R-50 32M / 205G (Table 2(a))."""
+    _check(complexity.model_complexity(atss_swin_t, SHAPE, 'paper'), 36, 215)
+    r50 = _build(tool, configs['atss_r50'])
+    _check(complexity.model_complexity(r50, SHAPE, 'paper'), 32, 205)
+
+
+def test_upernet_swin_t_matches_paper(tool, configs):
+    """Segmentors default to 512x2048: UperNet Swin-T 60M / 945G (Table 3),
+    decode head only (mmseg 0.x's forward_dummy has no auxiliary head)."""
+    result = tool.count_config(configs['upernet_swin_t'])
+    assert result['scope'] == 'mmseg' and result['shape'] == (512, 2048)
+    _check(result, 60, 945, tol=0.01)
+    assert not any(k.startswith('auxiliary_head')
+                   for k in result['by_module'])
+
+
+def test_fvcore_convention_counts_the_same_forward(tool, configs):
+    """--convention fvcore traces the dummy forward: on a conv-only model it
+    agrees with the module hooks up to what they count extra (conv bias,
+    norms, ReLU) -- here within 1%."""
+    model = _build(tool, configs['atss_r50'])
+    fv = complexity.model_complexity(model, (3, 128, 160), 'fvcore')
+    hooks = complexity.model_complexity(model, (3, 128, 160), 'mmcv1')
+    assert abs(fv['flops'] / hooks['flops'] - 1) < 0.01, (fv, hooks)
+    assert {k.split('.')[0] for k in fv['by_module']} == \
+        {'backbone', 'neck', 'bbox_head'}
+
+
+def _swin_t_attention_macs(h, w, window=7):
+    """QK^T + AV of every Swin-T block on the padded window grid."""
+    total = 0
+    h, w = h // 4, w // 4
+    for dims, depth in zip((96, 192, 384, 768), (2, 2, 6, 2)):
+        hp, wp = -(-h // window) * window, -(-w // window) * window
+        total += depth * hp * wp * window**2 * dims * 2
+        h, w = -(-h // 2), -(-w // 2)
+    return total
+
+
+def test_paper_convention_adds_backbone_attention(atss_swin_t):
+    """The paper's counts = mmcv 1.x module hooks + window attention's
+    matmuls (3.1G for Swin-T at 1280x800)."""
+    paper = complexity.model_complexity(atss_swin_t, SHAPE, 'paper')
+    hooks = complexity.model_complexity(atss_swin_t, SHAPE, 'mmcv1')
+    expected = _swin_t_attention_macs(*SHAPE[1:])
+    assert paper['flops'] - hooks['flops'] == expected
+    assert abs(expected / 1e9 - 3.1) < 0.05
+    attn = {k: v for k, v in paper['by_module'].items()
+            if k.endswith('(attention matmuls)')}
+    assert attn and all(k.startswith('backbone.') for k in attn)
+    assert sum(attn.values()) == expected
+
+
+def test_shape_only_counts_like_real_compute(atss_swin_t):
+    """Skipping the arithmetic of convs/linears/attention changes nothing."""
+    fast = complexity.model_complexity(atss_swin_t, (3, 96, 160), 'paper')
+    slow = complexity.model_complexity(atss_swin_t, (3, 96, 160), 'paper',
+                                       shape_only=False)
+    assert fast['by_module'] == slow['by_module']
+    # and the model works normally afterwards (stubs removed)
+    assert all('forward' not in m.__dict__ for m in atss_swin_t.modules())
+
+
+def test_attention_macs_of_fused_attention():
+    q = torch.empty(4, 3, 49, 32)
+    v = torch.empty(4, 3, 49, 16)
+    F = torch.nn.functional
+    macs = complexity.attention_macs(F.scaled_dot_product_attention,
+                                     (q, q, v), {})
+    assert macs == 4 * 3 * 49 * 49 * (32 + 16)
+    assert complexity.attention_macs(torch.matmul, (q, q.transpose(-1, -2)),
+                                     {}) == 4 * 3 * 49 * 32 * 49
+    assert complexity.attention_macs(torch.add, (q, q), {}) == 0
+
+
+def test_cli_config_and_table(tool, configs, tmp_path, capsys):
+    """CONFIG mode with --breakdown, and --table on a folder holding one zoo
+    config (the others are reported as skipped)."""
+    assert tool.main([configs['atss_r50'], '--shape', '256', '320',
+                      '--breakdown']) == 0
+    out = capsys.readouterr().out
+    assert 'input 3x256x320' in out and 'backbone' in out \
+        and 'bbox_head' in out
+    zoo = tmp_path / 'zoo'
+    zoo.mkdir()
+    (zoo / 'atss_r50_fpn_ms-3x_coco.py').write_text(
+        ATSS_R50 + "default_scope = 'mmdet'\n")
+    assert tool.main(['--table', '--config-dir', str(zoo)]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines()
+               if line.startswith('atss_r50_fpn_ms-3x_coco.py'))
+    assert '32' in row and '205' in row
+    assert 'skipped' in out
