@@ -242,10 +242,8 @@ tta_pipeline[1]['transforms'][0] = [
 '''
 
 
-@pytest.fixture(scope='module')
-def trained(coco128, tmp_path_factory):
-    """Two iterations of HTC++ Swin-B (tools/train.py) on coco128."""
-    tmp = tmp_path_factory.mktemp('htcpp')
+def _train_two_iterations(coco128, tmp, arch):
+    """Two iterations of an HTC++ zoo config (tools/train.py) on coco128."""
     with open(osp.join(coco128, 'annotations', 'instances.json')) as f:
         coco = json.load(f)
     # held out: the grayscale image, a crowd image and two more
@@ -267,7 +265,7 @@ def trained(coco128, tmp_path_factory):
 
     config = str(tmp / 'htcpp_coco128.py')
     with open(config, 'w') as f:
-        f.write(OVERRIDE.format(zoo=ZOO['b'], root=coco128 + '/',
+        f.write(OVERRIDE.format(zoo=ZOO[arch], root=coco128 + '/',
                                 seg=seg_dir + '/', subset=subset_file))
     work = str(tmp / 'work')
     out = run_tool('tools/train.py', config, '--work-dir', work)
@@ -276,6 +274,12 @@ def trained(coco128, tmp_path_factory):
     ckpt = osp.join(work, 'epoch_1.pth')
     assert osp.isfile(ckpt), out[-3000:]
     return dict(config=config, ckpt=ckpt, work=work, subset=subset)
+
+
+@pytest.fixture(scope='module')
+def trained(coco128, tmp_path_factory):
+    return _train_two_iterations(coco128, tmp_path_factory.mktemp('htcpp'),
+                                 'b')
 
 
 def test_train_then_soft_nms_eval(trained):
@@ -289,6 +293,16 @@ def test_train_then_soft_nms_eval(trained):
     dumped = glob.glob(osp.join(work, '*', 'vis_data', 'config.py'))
     assert dumped and all("type='soft_nms'" in open(p).read()
                           for p in dumped)
+
+
+def test_swin_l_trains_and_evaluates(coco128, tmp_path):
+    """The Swin-L zoo config too: two iterations, then COCO mAP on 4 images
+    (Swin-B's run above also covers soft-NMS and TTA)."""
+    run = _train_two_iterations(coco128, tmp_path, 'l')
+    out = run_tool('tools/test.py', run['config'], run['ckpt'],
+                   '--work-dir', run['work'])
+    assert re.search(r'coco/bbox_mAP: [\d.]+', out), out[-3000:]
+    assert re.search(r'coco/segm_mAP: [\d.]+', out), out[-3000:]
 
 
 def test_tta_two_scales_and_flip(trained):

@@ -52,8 +52,8 @@ EXCLUDED = {
     'needs COCO-stuff semantic maps, which coco128 lacks; tests/test_htcpp.py '
     'trains and tests it on coco128 with thing-only maps it renders',
     'htc++_swin-l-p4-w7_fpn_instaboost-ms-400-1400_6x_coco.py':
-    'needs COCO-stuff semantic maps, which coco128 lacks, and Swin-L is too '
-    'slow to train on 2 cores; tests/test_htcpp.py runs one CPU inference',
+    'needs COCO-stuff semantic maps, which coco128 lacks; tests/test_htcpp.py '
+    'trains and tests it on coco128 with thing-only maps it renders',
     'htc++-without-semantic_swin-b-p4-w7_fpn_instaboost-ms-400-1400_6x_coco.py':
     'HTC++ variant owned by tests/test_htcpp.py (builds it, checks the '
     'recipe); the Swin-B semantic config shares its training path there',
