@@ -242,7 +242,7 @@ tta_pipeline[1]['transforms'][0] = [
 '''
 
 
-def _train_two_iterations(coco128, tmp, arch):
+def _train_two_iterations(coco128, tmp, zoo_config, semantic=True):
     """Two iterations of an HTC++ zoo config (tools/train.py) on coco128."""
     with open(osp.join(coco128, 'annotations', 'instances.json')) as f:
         coco = json.load(f)
@@ -265,12 +265,12 @@ def _train_two_iterations(coco128, tmp, arch):
 
     config = str(tmp / 'htcpp_coco128.py')
     with open(config, 'w') as f:
-        f.write(OVERRIDE.format(zoo=ZOO[arch], root=coco128 + '/',
+        f.write(OVERRIDE.format(zoo=zoo_config, root=coco128 + '/',
                                 seg=seg_dir + '/', subset=subset_file))
     work = str(tmp / 'work')
     out = run_tool('tools/train.py', config, '--work-dir', work)
     assert re.search(r'Epoch\(train\) +\[1\]\[2/2\]', out), out[-3000:]
-    assert 'loss_semantic_seg' in out, out[-3000:]
+    assert ('loss_semantic_seg' in out) == semantic, out[-3000:]
     ckpt = osp.join(work, 'epoch_1.pth')
     assert osp.isfile(ckpt), out[-3000:]
     return dict(config=config, ckpt=ckpt, work=work, subset=subset)
@@ -279,7 +279,7 @@ def _train_two_iterations(coco128, tmp, arch):
 @pytest.fixture(scope='module')
 def trained(coco128, tmp_path_factory):
     return _train_two_iterations(coco128, tmp_path_factory.mktemp('htcpp'),
-                                 'b')
+                                 ZOO['b'])
 
 
 def test_train_then_soft_nms_eval(trained):
@@ -295,10 +295,14 @@ def test_train_then_soft_nms_eval(trained):
                           for p in dumped)
 
 
-def test_swin_l_trains_and_evaluates(coco128, tmp_path):
-    """The Swin-L zoo config too: two iterations, then COCO mAP on 4 images
-    (Swin-B's run above also covers soft-NMS and TTA)."""
-    run = _train_two_iterations(coco128, tmp_path, 'l')
+@pytest.mark.parametrize('config', [
+    ZOO['l'], NO_SEMANTIC['b'], NO_SEMANTIC['l']
+], ids=['swin-l', 'without-semantic-b', 'without-semantic-l'])
+def test_other_zoo_configs_train_and_evaluate(coco128, tmp_path, config):
+    """The other HTC++ zoo configs too: two iterations, then COCO mAP on 4
+    images (Swin-B's run above also covers soft-NMS and TTA)."""
+    run = _train_two_iterations(coco128, tmp_path, config,
+                                semantic=config not in NO_SEMANTIC.values())
     out = run_tool('tools/test.py', run['config'], run['ckpt'],
                    '--work-dir', run['work'])
     assert re.search(r'coco/bbox_mAP: [\d.]+', out), out[-3000:]
