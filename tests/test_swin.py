@@ -75,18 +75,14 @@ def test_equals_mmdet_swin(swin_t, mmdet_swin_t, shape):
 def test_inference_fast_path_equals_autograd_path(swin_t):
     """no_grad takes the fused path (packed linears, residual scatter-add,
     in-place MLP chunks); with autograd on, the plain differentiable one."""
-    from mmvisattn.ops import linear
+    from mmvisattn.ops.linear import plain_linears
     torch.manual_seed(2)
     x = torch.randn(1, 3, 300, 340)
     with torch.no_grad():
         fast = swin_t(x)
     slow = swin_t(x)
-    linear.ENABLED = False
-    try:
-        with torch.no_grad():
-            unpacked = swin_t(x)
-    finally:
-        linear.ENABLED = True
+    with torch.no_grad(), plain_linears():
+        unpacked = swin_t(x)
     for a, b, c in zip(fast, slow, unpacked):
         assert b.requires_grad
         torch.testing.assert_close(a, b.detach(), atol=1e-5, rtol=1e-5)

@@ -7,6 +7,7 @@ bias and an exact GELU into the GEMM. Same fp32 arithmetic, ~10-20% faster
 on the Swin shapes. Used only where no gradient is needed; everything else
 (training, autocast, other devices, torch.compile) takes ``F.linear``.
 """
+import contextlib
 import weakref
 
 import torch
@@ -20,6 +21,18 @@ ENABLED = True
 _PACKED: 'weakref.WeakKeyDictionary[nn.Linear, tuple]' = \
     weakref.WeakKeyDictionary()
 _ROWS_HINT = 4096  # typical rows per call on the chunked paths
+
+
+@contextlib.contextmanager
+def plain_linears():
+    """Run every ``fast_linear`` as ``linear(x)`` inside the block (module
+    hooks then see the calls; tests compare both paths)."""
+    global ENABLED
+    before, ENABLED = ENABLED, False
+    try:
+        yield
+    finally:
+        ENABLED = before
 
 
 def _has_onednn() -> bool:

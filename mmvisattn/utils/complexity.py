@@ -55,6 +55,8 @@ from mmengine.analysis import FlopAnalyzer, parameter_count
 from mmengine.analysis.jit_handles import get_shape
 from torch.overrides import TorchFunctionMode
 
+from mmvisattn.ops.linear import plain_linears
+
 # mmdet 2.x forward_dummy: box branch on 1000 random proposals, mask branch
 # on the first 100 of them.
 NUM_DUMMY_PROPOSALS = 1000
@@ -249,19 +251,6 @@ class _DummyRunner(nn.Module):
 
 
 # ---------------------------------------------------------------- counting
-class _PlainLinears:
-    """Route our Swin's linears through ``nn.Linear.__call__`` (no oneDNN
-    packed path), so module hooks see them."""
-
-    def __enter__(self):
-        from mmvisattn.ops import linear
-        self._module, self._old = linear, linear.ENABLED
-        linear.ENABLED = False
-
-    def __exit__(self, *exc):
-        self._module.ENABLED = self._old
-
-
 class _HookTarget:
     """What an mmcv hook writes ``__flops__`` on: the module's attributes,
     its own counter (the module itself is left untouched)."""
@@ -457,7 +446,7 @@ def count_module_hooks(model: nn.Module, img: torch.Tensor,
                              lambda: stack[-1] if stack else '', counts,
                              shape_only)
     try:
-        with torch.no_grad(), _PlainLinears():
+        with torch.no_grad(), plain_linears():
             if scopes or shape_only:
                 with mode:
                     forward(model, img)

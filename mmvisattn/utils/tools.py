@@ -30,6 +30,16 @@ def parse_tool_args(parser: argparse.ArgumentParser) -> argparse.Namespace:
     return args
 
 
+def config_scope(cfg: Config, config_path: str) -> str:
+    """The config's ``default_scope``; refuse one our tools cannot run."""
+    scope = cfg.get('default_scope')
+    if scope not in _SCOPES:
+        raise ValueError(
+            f'{config_path}: default_scope={scope!r}; expected one of '
+            f'{_SCOPES} (inherit mmdet::/mmseg:: default_runtime)')
+    return scope
+
+
 def prepare_config(cfg: Config, config_path: str,
                    work_dir: Optional[str] = None,
                    cfg_options: Optional[dict] = None,
@@ -37,11 +47,7 @@ def prepare_config(cfg: Config, config_path: str,
     """Apply the common command-line options and check the config's scope."""
     if cfg_options:
         cfg.merge_from_dict(cfg_options)
-    scope = cfg.get('default_scope')
-    if scope not in _SCOPES:
-        raise ValueError(
-            f'{config_path}: default_scope={scope!r}; expected one of '
-            f'{_SCOPES} (inherit mmdet::/mmseg:: default_runtime)')
+    config_scope(cfg, config_path)
     cfg.launcher = launcher
     if launcher == 'pytorch' and not torch.cuda.is_available():
         init_cpu_distributed(cfg)

@@ -38,6 +38,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from mmengine.config import Config, DictAction
 
 import mmvisattn  # noqa: F401  (registry, `mmvisattn::` configs)
+from mmvisattn.utils.tools import config_scope
 from mmvisattn.utils.complexity import (CONVENTIONS, get_complexity,
                                         group_by_prefix, model_complexity)
 
@@ -103,14 +104,6 @@ def load_config(path: str, cfg_options: Optional[dict] = None) -> Config:
     return cfg
 
 
-def _scope(cfg: Config) -> str:
-    scope = cfg.get('default_scope')
-    if scope not in ('mmdet', 'mmseg', 'mmpretrain'):
-        raise ValueError(f'default_scope={scope!r}: expected mmdet, mmseg or '
-                         'mmpretrain (inherit their default_runtime)')
-    return scope
-
-
 def build_model(cfg: Config):
     """The config's model, built in its ``default_scope``'s registry (the
     global default scope is left as it was) with no weights loaded:
@@ -119,7 +112,7 @@ def build_model(cfg: Config):
     import importlib
 
     from mmengine.registry import DefaultScope
-    scope = _scope(cfg)
+    scope = config_scope(cfg, cfg.filename)
     model_cfg = copy.deepcopy(cfg.model)
     _strip_pretrained(model_cfg)
     registry = importlib.import_module(f'{scope}.registry').MODELS

@@ -195,6 +195,10 @@ class SwinAttention(BaseModule):
             mask = None
         bias = self.window_bias()
         per_chunk = nW if _compiling() else max(1, self.chunk_tokens // N)
+        # (image, first window, end window): chunks never straddle images,
+        # so a chunk's mask rows are mask[s:e]
+        chunks = [(b, s, min(nW, s + per_chunk)) for b in range(B)
+                  for s in range(0, nW, per_chunk)]
 
         def attend(windows, s, e):  # (e-s, N, C) -> (e-s, N, C)
             q, k, v = self._split_heads(fast_linear(windows, self.qkv)[None])
@@ -216,26 +220,22 @@ class SwinAttention(BaseModule):
             out = torch.cat([residual.reshape(B, L, C),
                              residual.new_zeros(B, 1, C)], 1)
             flat = out.view(B * (L + 1), C)
-            for b in range(B):
-                for s in range(0, nW, per_chunk):
-                    e = min(nW, s + per_chunk)
-                    slots = slice(s * N, e * N)
-                    windows = tokens[b].index_select(
-                        0, layout.gather_index[slots]).view(e - s, N, C)
-                    flat.index_add_(
-                        0, layout.slot_to_image[slots] + b * (L + 1),
-                        self.proj_drop(attend(windows, s, e)).view(-1, C))
+            for b, s, e in chunks:
+                slots = slice(s * N, e * N)
+                windows = tokens[b].index_select(
+                    0, layout.gather_index[slots]).view(e - s, N, C)
+                flat.index_add_(
+                    0, layout.slot_to_image[slots] + b * (L + 1),
+                    self.proj_drop(attend(windows, s, e)).view(-1, C))
             return out[:, :L].view(B, H, W, C)
 
         # roll + partition in one gather
         windows = tokens.index_select(1, layout.gather_index).view(
             B * nW, N, C)
-        outs = []
-        for b in range(B):
-            for s in range(0, nW, per_chunk):
-                e = min(nW, s + per_chunk)
-                outs.append(attend(windows[b * nW + s:b * nW + e], s, e))
-        out = torch.cat(outs).view(B, nW * N, C)
+        out = torch.cat([
+            attend(windows[b * nW + s:b * nW + e], s, e)
+            for b, s, e in chunks
+        ]).view(B, nW * N, C)
         # reverse + roll back + crop in one gather
         out = self.proj_drop(
             out.index_select(1, layout.scatter_index).view(B, H, W, C))
