@@ -7,13 +7,26 @@ through ``custom_imports=dict(imports=['mmvisattn'])``).
 """
 from mmengine.registry import MODEL_WRAPPERS as MMENGINE_MODEL_WRAPPERS
 from mmengine.registry import MODELS as MMENGINE_MODELS
+from mmengine.registry import TASK_UTILS as MMENGINE_TASK_UTILS
 from mmengine.registry import Registry
 
 MODELS = Registry(
     'model',
     parent=MMENGINE_MODELS,
     scope='mmvisattn',
-    locations=['mmvisattn.models'])
+    # the detection parts import mmdet.models (2 s): registered on first use
+    locations=[
+        'mmvisattn.models', 'mmvisattn.models.dense_heads',
+        'mmvisattn.models.detectors', 'mmvisattn.models.losses'
+    ])
+
+# Assigners and target builders of our heads (mmdet's TASK_UTILS reaches them
+# as ``type='mmvisattn.CornerTargetAssigner'``).
+TASK_UTILS = Registry(
+    'task util',
+    parent=MMENGINE_TASK_UTILS,
+    scope='mmvisattn',
+    locations=['mmvisattn.models.task_modules'])
 
 MODEL_WRAPPERS = Registry(
     'model_wrapper',

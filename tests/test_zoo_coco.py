@@ -42,6 +42,8 @@ ZOO_CONFIGS = [
     'atss_r50_fpn_ms-3x_coco.py',
     'sparse-rcnn_swin-t-p4-w7_fpn_300-proposals_ms-3x_coco.py',
     'sparse-rcnn_r50_fpn_300-proposals_ms-3x_coco.py',
+    'reppoints-v2_swin-t-p4-w7_fpn_giou_ms-3x_coco.py',
+    'reppoints-v2_r50_fpn_giou_ms-3x_coco.py',
 ]
 
 # configs/swin/*_coco.py files deliberately not run here: name -> reason.
@@ -86,6 +88,10 @@ SPEC = {
     'sparse-rcnn_swin-t-p4-w7_fpn_300-proposals_ms-3x_coco.py':
     dict(arch='tiny', drop_path=0.2, sched=_3X, mask=False),
     'sparse-rcnn_r50_fpn_300-proposals_ms-3x_coco.py':
+    dict(arch=50, drop_path=None, sched=_3X, mask=False),
+    'reppoints-v2_swin-t-p4-w7_fpn_giou_ms-3x_coco.py':
+    dict(arch='tiny', drop_path=0.2, sched=_3X, mask=False),
+    'reppoints-v2_r50_fpn_giou_ms-3x_coco.py':
     dict(arch=50, drop_path=None, sched=_3X, mask=False),
 }
 NECK_IN = {'tiny': [96, 192, 384, 768], 'small': [96, 192, 384, 768],
@@ -313,6 +319,12 @@ def test_zoo_config_recipe(name):
     if cfg.model.type == 'ATSS':
         assert cfg.model.neck.start_level == 1
         assert cfg.model.neck.add_extra_convs == 'on_output'
+    if cfg.model.type == 'mmvisattn.RepPointsV2Detector':
+        # the authors' neck and head: P3-P7 with P6 from C5, GN
+        assert cfg.model.neck.start_level == 1
+        assert cfg.model.neck.add_extra_convs == 'on_input'
+        assert cfg.model.bbox_head.type == 'mmvisattn.RepPointsV2Head'
+        assert cfg.model.train_cfg.refine.assigner.type == 'ATSSAssigner'
     if cfg.model.type == 'SparseRCNN':
         assert cfg.model.rpn_head.num_proposals == 300
     # a downstream config can inherit it and read the recipe back

@@ -66,6 +66,8 @@ ZOO: List[Tuple[str, Optional[float], Optional[float]]] = [
     ('atss_swin-t-p4-w7_fpn_ms-3x_coco.py', 36, 215),
     ('sparse-rcnn_r50_fpn_300-proposals_ms-3x_coco.py', 106, 166),
     ('sparse-rcnn_swin-t-p4-w7_fpn_300-proposals_ms-3x_coco.py', 110, 172),
+    ('reppoints-v2_r50_fpn_giou_ms-3x_coco.py', 42, 274),
+    ('reppoints-v2_swin-t-p4-w7_fpn_giou_ms-3x_coco.py', 45, 283),
     # HTC++ (semantic branch, extra global block): Table 2(b)/(c)
     ('htc++_swin-b-*.py', 160, 1043),
     ('htc++_swin-l-*.py', 284, 1470),

@@ -1,4 +1,8 @@
+from .corner_pool import CornerPoolBlock
 from .patch import PatchEmbed, PatchMerging
 from .window_msa import SwinAttention, SwinBlock
 
-__all__ = ['PatchEmbed', 'PatchMerging', 'SwinAttention', 'SwinBlock']
+__all__ = [
+    'CornerPoolBlock', 'PatchEmbed', 'PatchMerging', 'SwinAttention',
+    'SwinBlock'
+]
