@@ -16,14 +16,12 @@ import json
 import os
 import os.path as osp
 import re
-import subprocess
-import sys
 
 import pytest
 import yaml
-from mmengine.config import Config, ConfigDict
+from mmengine.config import Config
 
-from conftest import REPO, shared_dataset
+from conftest import REPO, plain as _plain, run_tools, shared_dataset
 
 ZOO_DIR = osp.join(REPO, 'configs', 'swin')
 
@@ -103,17 +101,6 @@ SCALE = 0.3  # of the recipe's image sizes: short side 144..240, long <= 400
 NUM_IMAGES = 2
 
 
-def _plain(obj):
-    """ConfigDicts -> dicts, recursively, so that repr() is valid Python."""
-    if isinstance(obj, ConfigDict):
-        obj = obj.to_dict()
-    if isinstance(obj, dict):
-        return {k: _plain(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(_plain(v) for v in obj)
-    return obj
-
-
 def _scaled(value):
     if isinstance(value, (list, tuple)) and value and \
             isinstance(value[0], (list, tuple)):
@@ -189,32 +176,6 @@ def write_override(zoo_config, root, ann_file, path):
     with open(path, 'w') as f:
         f.write('\n'.join(lines) + '\n')
     return cfg
-
-
-# tools/train.py and then tools/test.py, run as scripts (their argument
-# parsing and main()) in one fresh Python process: importing torch, mmdet
-# and mmvisattn once instead of twice saves about 15 s per config here.
-_MARK = '=== zoo test: running '
-_DRIVER = f"""
-import json, runpy, sys
-for argv in json.loads(sys.argv[1]):
-    sys.argv = argv
-    print({_MARK!r} + argv[0], flush=True)
-    runpy.run_path(argv[0], run_name='__main__')
-"""
-
-
-def run_tools(*commands):
-    """Run each [tool, arg, ...] in turn; return each one's output."""
-    env = dict(os.environ, OMP_NUM_THREADS='1', MKL_NUM_THREADS='1')
-    proc = subprocess.run(
-        [sys.executable, '-c', _DRIVER, json.dumps(commands)], cwd=REPO,
-        env=env, timeout=900, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True)
-    assert proc.returncode == 0, proc.stdout[-6000:]
-    outputs = proc.stdout.split(_MARK)[1:]
-    assert len(outputs) == len(commands), proc.stdout[-3000:]
-    return outputs
 
 
 @pytest.fixture(scope='module')

@@ -44,6 +44,13 @@ def apply_tta(cfg, config_path):
     cfg.test_dataloader.dataset.pipeline = cfg.tta_pipeline
     cfg.tta_model.module = cfg.model
     cfg.model = cfg.tta_model
+    views = 1
+    for step in cfg.tta_pipeline:
+        if step.get('type') == 'TestTimeAug':
+            for choices in step['transforms']:
+                views *= len(choices)
+    print(f'--tta: {cfg.tta_model.type} merges {views} augmented views '
+          'of each image', flush=True)
 
 
 def main():
