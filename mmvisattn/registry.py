@@ -7,6 +7,8 @@ through ``custom_imports=dict(imports=['mmvisattn'])``).
 """
 from mmengine.registry import MODEL_WRAPPERS as MMENGINE_MODEL_WRAPPERS
 from mmengine.registry import MODELS as MMENGINE_MODELS
+from mmengine.registry import \
+    OPTIM_WRAPPER_CONSTRUCTORS as MMENGINE_OPTIM_WRAPPER_CONSTRUCTORS
 from mmengine.registry import TASK_UTILS as MMENGINE_TASK_UTILS
 from mmengine.registry import Registry
 
@@ -33,3 +35,12 @@ MODEL_WRAPPERS = Registry(
     parent=MMENGINE_MODEL_WRAPPERS,
     scope='mmvisattn',
     locations=['mmvisattn.utils.cpu_distributed'])
+
+# Optimizer-wrapper constructors (layer-wise lr decay), reached from mmdet's
+# or mmseg's scope as
+# ``constructor='mmvisattn.LayerDecayOptimWrapperConstructor'``.
+OPTIM_WRAPPER_CONSTRUCTORS = Registry(
+    'optimizer wrapper constructor',
+    parent=MMENGINE_OPTIM_WRAPPER_CONSTRUCTORS,
+    scope='mmvisattn',
+    locations=['mmvisattn.engine'])

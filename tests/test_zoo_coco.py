@@ -178,10 +178,10 @@ def write_override(zoo_config, root, ann_file, path):
     return cfg
 
 
-@pytest.fixture(scope='module')
-def coco128_subset(tmp_path_factory):
-    """coco128 and a NUM_IMAGES-image annotation file: the grayscale image,
-    the first one with a crowd region, then the first annotated images."""
+def coco128_files(directory):
+    """coco128 and a NUM_IMAGES-image annotation file written in
+    ``directory``: the grayscale image, the first one with a crowd region,
+    then the first annotated images. Returns (root, ann file, count)."""
     root = shared_dataset('coco128')
     with open(osp.join(root, 'annotations', 'instances.json')) as f:
         coco = json.load(f)
@@ -200,10 +200,15 @@ def coco128_subset(tmp_path_factory):
         coco,
         images=[i for i in coco['images'] if i['id'] in keep],
         annotations=[a for a in coco['annotations'] if a['image_id'] in keep])
-    path = str(tmp_path_factory.mktemp('coco128') / 'subset.json')
+    path = osp.join(str(directory), 'subset.json')
     with open(path, 'w') as f:
         json.dump(subset, f)
     return root, path, len(keep)
+
+
+@pytest.fixture(scope='module')
+def coco128_subset(tmp_path_factory):
+    return coco128_files(tmp_path_factory.mktemp('coco128'))
 
 
 def test_zoo_list_is_complete():

@@ -3,6 +3,9 @@ from .attention import window_attention
 from .linear import fast_linear
 from .masks import MASK_VALUE, padding_key_mask, shifted_window_mask
 from .performer import orthogonal_random_features, performer_attention
+from .reconstructed import (reconstructed_window_attention,
+                            reweighted_window_attention,
+                            window_log_membership)
 from .relative_position import (relative_position_index,
                                 resize_relative_position_table)
 from .sliding import (sliding_relative_index,
@@ -17,5 +20,7 @@ __all__ = [
     'MASK_VALUE', 'relative_position_index', 'resize_relative_position_table',
     'window_attention', 'sliding_relative_index',
     'sliding_window_attention_naive', 'sliding_window_attention_blocked',
-    'orthogonal_random_features', 'performer_attention', 'fast_linear'
+    'orthogonal_random_features', 'performer_attention', 'fast_linear',
+    'reconstructed_window_attention', 'reweighted_window_attention',
+    'window_log_membership'
 ]

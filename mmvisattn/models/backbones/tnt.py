@@ -1,0 +1,463 @@
+"""TNT, Transformer in Transformer (Han et al., NeurIPS 2021), as a
+classifier and as a dense-prediction backbone.
+
+An image is cut into 16x16 patches ("visual sentences"); a 7x7 stride-4
+conv turns each into 4x4 "visual words". Every block runs an inner
+transformer over the words of each sentence, adds a projection of the words
+to their sentence, then runs an outer transformer over the sentences (and
+the class token). Unlike the released classifiers this one takes any input
+size (bottom/right padding to the patch size, sentence position embeddings
+resized bicubically to the patch grid) and can emit a 4-level pyramid
+(strides 4, 8, 16, 32) for FPN or UperNet.
+
+Two layouts exist and both load (``legacy``):
+
+* ``legacy=False`` -- the official release (TNT-S 81.5%, TNT-B 82.9%) and
+  timm's ``tnt_s_patch16_224``: the stride-4 conv runs inside each patch,
+  and each block projects words to a sentence with
+  ``LN(16 x inner) -> Linear (no bias) -> LN(outer)``;
+* ``legacy=True`` -- the first version, mmpretrain's ``TNT`` and timm's
+  ``tnt_s_legacy_patch16_224``: the conv runs over the whole image before
+  the patches are cut, and each block projects with ``LN(inner) -> Linear``.
+"""
+import math
+from typing import List, Optional, Sequence, Tuple
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import torch.utils.checkpoint as cp
+from mmcv.cnn import build_norm_layer
+from mmengine.logging import MMLogger
+from mmengine.model import BaseModule, ModuleList
+from mmengine.model.weight_init import trunc_normal_
+
+from mmvisattn.models.layers.transformer import TransformerLayer
+from mmvisattn.models.utils.checkpoint import load_pretrained
+from mmvisattn.models.utils.tnt_convert import tnt_any_to_mmvisattn
+from mmvisattn.registry import MODELS
+
+
+class SqueezeExcite(nn.Module):
+    """TNT's optional SE on the outer MLP's output: a tanh gate per channel
+    from the mean over tokens (``fc``: LN, Linear, ReLU, Linear, Tanh)."""
+
+    def __init__(self, dims: int, hidden_ratio: float = 0.25):
+        super().__init__()
+        hidden = int(dims * hidden_ratio)
+        self.fc = nn.Sequential(
+            nn.LayerNorm(dims), nn.Linear(dims, hidden), nn.ReLU(inplace=True),
+            nn.Linear(hidden, dims), nn.Tanh())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(x.mean(dim=1, keepdim=True)) * x
+
+
+class WordsToSentence(nn.Module):
+    """Projects the words of each sentence to a sentence-sized update."""
+
+    def __init__(self, inner_dims: int, outer_dims: int, num_words: int,
+                 legacy: bool, norm_cfg: dict):
+        super().__init__()
+        self.legacy = legacy
+        if legacy:  # LN per word, Linear with bias
+            self.norm1 = build_norm_layer(norm_cfg, inner_dims)[1]
+            self.proj = nn.Linear(inner_dims * num_words, outer_dims)
+            self.norm2 = nn.Identity()
+        else:  # LN over all words, Linear without bias, LN
+            self.norm1 = build_norm_layer(norm_cfg, inner_dims * num_words)[1]
+            self.proj = nn.Linear(
+                inner_dims * num_words, outer_dims, bias=False)
+            self.norm2 = build_norm_layer(norm_cfg, outer_dims)[1]
+
+    def forward(self, words: torch.Tensor, batch: int) -> torch.Tensor:
+        """``words`` (B * N, W, inner) -> (B, N, outer)."""
+        if self.legacy:
+            return self.proj(self.norm1(words).reshape(batch, -1,
+                                                       self.proj.in_features))
+        return self.norm2(
+            self.proj(
+                self.norm1(words.reshape(batch, -1, self.proj.in_features))))
+
+
+class TNTBlock(BaseModule):
+    """Inner transformer on words, words added to their sentence, outer
+    transformer on sentences (class token first, if any)."""
+
+    def __init__(self, inner_dims: int, outer_dims: int, num_words: int,
+                 inner_heads: int, outer_heads: int, mlp_ratio: float,
+                 qkv_bias: bool, drop_rate: float, attn_drop_rate: float,
+                 drop_path_rate: float, legacy: bool, se: bool,
+                 norm_cfg: dict):
+        super().__init__()
+        common = dict(mlp_ratio=mlp_ratio, qkv_bias=qkv_bias,
+                      drop_rate=drop_rate, attn_drop_rate=attn_drop_rate,
+                      drop_path_rate=drop_path_rate, norm_cfg=norm_cfg)
+        self.inner = TransformerLayer(inner_dims, inner_heads, **common)
+        self.word_to_sentence = WordsToSentence(inner_dims, outer_dims,
+                                                num_words, legacy, norm_cfg)
+        self.outer = TransformerLayer(
+            outer_dims, outer_heads,
+            mlp_extra=SqueezeExcite(outer_dims) if se else None, **common)
+
+    def forward(self, words: torch.Tensor, sentences: torch.Tensor,
+                num_prefix: int) -> Tuple[torch.Tensor, torch.Tensor]:
+        words = self.inner(words)
+        update = self.word_to_sentence(words, sentences.shape[0])
+        sentences = torch.cat(
+            [sentences[:, :num_prefix], sentences[:, num_prefix:] + update],
+            dim=1)
+        return words, self.outer(sentences)
+
+
+class LayerNorm2d(nn.LayerNorm):
+    """LayerNorm over the channels of a (B, C, H, W) map."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return super().forward(x.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+
+
+def _resample(in_channels: int, out_channels: int, scale: int) -> nn.Module:
+    """Stride-16 map to ``16 / scale`` stride: ``scale`` 4 or 2 upsample with
+    2x2 transposed convs (LN + GELU between two), 1 keeps, 0.5 max-pools
+    (ceil mode: ceil(H / 32) rows, as the other backbones give); a 1x1 conv
+    when the channels must change without resampling."""
+    if scale == 4:
+        mid = in_channels // 2
+        return nn.Sequential(
+            nn.ConvTranspose2d(in_channels, mid, 2, 2), LayerNorm2d(mid),
+            nn.GELU(), nn.ConvTranspose2d(mid, out_channels, 2, 2))
+    if scale == 2:
+        return nn.ConvTranspose2d(in_channels, out_channels, 2, 2)
+    layers = [nn.MaxPool2d(2, ceil_mode=True)] if scale == 0.5 else []
+    if out_channels != in_channels:
+        layers.append(nn.Conv2d(in_channels, out_channels, 1))
+    return nn.Sequential(*layers)
+
+
+@MODELS.register_module()
+class TNT(BaseModule):
+    """TNT backbone.
+
+    Args:
+        arch (str | dict): ``'small'``/``'s'`` (outer 384, inner 24, heads
+            6 / 4), ``'base'``/``'b'`` (640, 40, 10 / 4), depth 12; or a dict
+            with ``outer_dims, inner_dims, outer_heads, inner_heads, depth``.
+        img_size (int): pretraining size; sets the stored sentence position
+            grid (14x14 at 224), resized to the input's grid on the fly.
+        patch_size (int): sentence size (16); ``inner_stride`` (4) the word
+            stride inside it, so a sentence holds (16/4)^2 = 16 words.
+        legacy (bool): the layout (module doc).
+        se (bool): squeeze-excitation after the outer MLP (official option).
+        with_cls_token (bool): prepend the class token (needed for
+            classification and for ImageNet weights' outer attention).
+        out_type (str): ``'pyramid'`` (4 maps, strides 4/8/16/32),
+            ``'cls_token'`` (classification: ``(B, outer)``) or
+            ``'avg_featmap'`` (mean of the sentence tokens).
+        pyramid (str): ``'simple'`` -- every level resampled from the last
+            block (ViTDet's simple feature pyramid); ``'depths'`` -- level i
+            from block ``pyramid_blocks[i]`` (default 3rd, 6th, 9th, 12th).
+        out_indices (sequence): which pyramid levels to return.
+        out_channels (sequence): channels per level; default outer/4,
+            outer/2, outer, outer.
+        frozen_stages (int): -1 nothing; 0 the embeddings; k also the first
+            k blocks.
+        with_cp (bool): gradient checkpointing per block.
+    """
+    arch_zoo = {
+        **dict.fromkeys(['s', 'small'],
+                        dict(outer_dims=384, inner_dims=24, outer_heads=6,
+                             inner_heads=4, depth=12)),
+        **dict.fromkeys(['b', 'base'],
+                        dict(outer_dims=640, inner_dims=40, outer_heads=10,
+                             inner_heads=4, depth=12)),
+    }
+    OUT_TYPES = ('pyramid', 'cls_token', 'avg_featmap')
+    PYRAMIDS = ('simple', 'depths')
+
+    def __init__(self,
+                 arch: str = 'small',
+                 img_size: int = 224,
+                 patch_size: int = 16,
+                 inner_stride: int = 4,
+                 in_channels: int = 3,
+                 mlp_ratio: float = 4.,
+                 qkv_bias: bool = False,
+                 drop_rate: float = 0.,
+                 attn_drop_rate: float = 0.,
+                 drop_path_rate: float = 0.1,
+                 legacy: bool = False,
+                 se: bool = False,
+                 with_cls_token: bool = True,
+                 out_type: str = 'pyramid',
+                 pyramid: str = 'simple',
+                 pyramid_blocks: Optional[Sequence[int]] = None,
+                 out_indices: Sequence[int] = (0, 1, 2, 3),
+                 out_channels: Optional[Sequence[int]] = None,
+                 frozen_stages: int = -1,
+                 norm_eval: bool = False,
+                 with_cp: bool = False,
+                 norm_cfg: dict = dict(type='LN'),
+                 init_cfg: Optional[dict] = None):
+        super().__init__(init_cfg=init_cfg)
+        if isinstance(arch, str):
+            if arch.lower() not in self.arch_zoo:
+                raise ValueError(f'TNT arch {arch!r} is not one of '
+                                 f'{sorted(self.arch_zoo)}')
+            arch = self.arch_zoo[arch.lower()]
+        else:
+            needed = {'outer_dims', 'inner_dims', 'outer_heads',
+                      'inner_heads', 'depth'}
+            if not isinstance(arch, dict) or set(arch) != needed:
+                raise ValueError(f'a custom TNT arch is a dict with keys '
+                                 f'{sorted(needed)}, got {arch!r}')
+        if out_type not in self.OUT_TYPES:
+            raise ValueError(f'out_type must be one of {self.OUT_TYPES}, got '
+                             f'{out_type!r}')
+        if pyramid not in self.PYRAMIDS:
+            raise ValueError(f'pyramid must be one of {self.PYRAMIDS}, got '
+                             f'{pyramid!r}')
+        if patch_size % inner_stride:
+            raise ValueError(f'patch_size {patch_size} must be a multiple of '
+                             f'inner_stride {inner_stride}')
+        if out_type == 'cls_token' and not with_cls_token:
+            raise ValueError("out_type='cls_token' needs with_cls_token=True")
+        self.outer_dims = outer = arch['outer_dims']
+        self.inner_dims = inner = arch['inner_dims']
+        self.depth = arch['depth']
+        self.patch_size = patch_size
+        self.words_per_side = patch_size // inner_stride
+        num_words = self.words_per_side**2
+        self.legacy = legacy
+        self.with_cls_token = with_cls_token
+        self.num_prefix = int(with_cls_token)
+        self.out_type = out_type
+        self.frozen_stages = frozen_stages
+        self.norm_eval = norm_eval
+        self.with_cp = with_cp
+        self.pretrain_grid = (img_size // patch_size, ) * 2
+
+        # words: 7x7 stride-4 conv (whole image if legacy, else per patch)
+        self.word_embed = nn.Conv2d(
+            in_channels, inner, 7, stride=inner_stride, padding=3)
+        self.word_pos = nn.Parameter(
+            torch.zeros(1, inner, self.words_per_side, self.words_per_side))
+        # sentences: LN, Linear, LN over each sentence's words
+        self.stem_norm1 = build_norm_layer(norm_cfg, inner * num_words)[1]
+        self.stem_proj = nn.Linear(inner * num_words, outer)
+        self.stem_norm2 = build_norm_layer(norm_cfg, outer)[1]
+        self.cls_token = nn.Parameter(torch.zeros(1, 1, outer)) \
+            if with_cls_token else None
+        self.sentence_pos = nn.Parameter(
+            torch.zeros(1, self.num_prefix + math.prod(self.pretrain_grid),
+                        outer))
+        self.pos_drop = nn.Dropout(drop_rate)
+
+        rates = torch.linspace(0, drop_path_rate, self.depth).tolist()
+        self.blocks = ModuleList(
+            TNTBlock(inner, outer, num_words, arch['inner_heads'],
+                     arch['outer_heads'], mlp_ratio, qkv_bias, drop_rate,
+                     attn_drop_rate, rate, legacy, se, norm_cfg)
+            for rate in rates)
+        self.norm = build_norm_layer(norm_cfg, outer)[1]
+
+        if out_type == 'pyramid':
+            self.pyramid = pyramid
+            blocks = pyramid_blocks or (
+                (self.depth - 1, ) * 4 if pyramid == 'simple' else tuple(
+                    round(self.depth * k / 4) - 1 for k in (1, 2, 3, 4)))
+            if len(blocks) != 4 or not all(0 <= b < self.depth
+                                           for b in blocks):
+                raise ValueError(f'pyramid_blocks must be 4 block indices in '
+                                 f'[0, {self.depth}), got {blocks}')
+            self.pyramid_blocks = tuple(blocks)
+            self.out_channels = tuple(
+                out_channels or (outer // 4, outer // 2, outer, outer))
+            self.out_indices = tuple(out_indices)
+            if not set(self.out_indices) <= {0, 1, 2, 3}:
+                raise ValueError(f'out_indices {out_indices} must be pyramid '
+                                 'levels 0..3 (strides 4, 8, 16, 32)')
+            self.pyramid_norms = ModuleList(
+                build_norm_layer(norm_cfg, outer)[1] for _ in range(4))
+            self.pyramid_convs = ModuleList(
+                _resample(outer, c, s)
+                for c, s in zip(self.out_channels, (4, 2, 1, 0.5)))
+
+    # ------------------------------------------------------------ weights
+    def init_weights(self):
+        if self.init_cfg is not None and self.init_cfg.get(
+                'type') == 'Pretrained':
+            self._init_new_parts()
+            load_pretrained(
+                self,
+                self.init_cfg['checkpoint'],
+                convert=self._convert_checkpoint,
+                # the pyramid is new; a classifier's head is not ours
+                allowed_missing=lambda k: k.startswith('pyramid_'),
+                allowed_unexpected=lambda k: k.startswith('head.'),
+                logger=MMLogger.get_current_instance())
+            return
+        super().init_weights()
+        if self.init_cfg is None:
+            self.apply(self._init_module)
+            for p in (self.cls_token, self.sentence_pos, self.word_pos):
+                if p is not None:
+                    trunc_normal_(p, std=.02)
+
+    @staticmethod
+    def _init_module(m: nn.Module):
+        if isinstance(m, nn.Linear):
+            trunc_normal_(m.weight, std=.02)
+            if m.bias is not None:
+                nn.init.zeros_(m.bias)
+        elif isinstance(m, nn.LayerNorm):
+            nn.init.ones_(m.weight)
+            nn.init.zeros_(m.bias)
+
+    def _init_new_parts(self):
+        if self.out_type == 'pyramid':
+            for module in (self.pyramid_norms, self.pyramid_convs):
+                module.apply(self._init_module)
+
+    def _convert_checkpoint(self, state: dict) -> dict:
+        state = tnt_any_to_mmvisattn(state)
+        if 'blocks.0.word_to_sentence.norm2.weight' in state and self.legacy:
+            raise ValueError('this checkpoint has the official (non-legacy) '
+                             'TNT layout: build the backbone with '
+                             'legacy=False')
+        if ('blocks.0.word_to_sentence.proj.bias' in state
+                and not self.legacy):
+            raise ValueError('this checkpoint has the legacy TNT layout '
+                             '(mmpretrain / timm tnt_s_legacy): build the '
+                             'backbone with legacy=True')
+        pos = state.get('sentence_pos')
+        if pos is not None and pos.shape != self.sentence_pos.shape:
+            # every released TNT has a class token before a square grid
+            prefix = 1 if _is_square(pos.shape[1] - 1) else 0
+            side = math.isqrt(pos.shape[1] - prefix)
+            grid = pos[:, prefix:]
+            if (side, side) != self.pretrain_grid:
+                grid = _resize_grid(grid, (side, side), self.pretrain_grid)
+            head = pos[:, :self.num_prefix] if prefix else \
+                self.sentence_pos[:, :self.num_prefix].detach()
+            state['sentence_pos'] = torch.cat([head, grid], 1)
+        if self.cls_token is None:
+            state.pop('cls_token', None)
+        return state
+
+    # ------------------------------------------------------------ forward
+    def embed(self, x: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor,
+                                              Tuple[int, int]]:
+        """Image -> words (B*N, W, inner), sentences (B, prefix + N, outer)
+        and the sentence grid (rows, cols)."""
+        p = self.patch_size
+        # bottom/right zero padding to whole sentences
+        x = F.pad(x, (0, -x.shape[-1] % p, 0, -x.shape[-2] % p))
+        B, C, H, W = x.shape
+        rows, cols = H // self.patch_size, W // self.patch_size
+        s = self.words_per_side
+        if self.legacy:
+            words = self.word_embed(x)  # (B, inner, 4 rows, 4 cols)
+            words = words.view(B, self.inner_dims, rows, s, cols, s).permute(
+                0, 2, 4, 1, 3, 5).reshape(B * rows * cols, self.inner_dims, s,
+                                          s)
+        else:
+            patches = x.view(B, C, rows, p, cols, p).permute(
+                0, 2, 4, 1, 3, 5).reshape(B * rows * cols, C, p, p)
+            words = self.word_embed(patches)
+        words = (words + self.word_pos).flatten(2).transpose(1, 2)
+        sentences = self.stem_norm2(
+            self.stem_proj(self.stem_norm1(words.reshape(B, rows * cols,
+                                                         -1))))
+        if self.cls_token is not None:
+            sentences = torch.cat(
+                [self.cls_token.expand(B, -1, -1), sentences], dim=1)
+        sentences = sentences + self._sentence_pos((rows, cols))
+        return words, self.pos_drop(sentences), (rows, cols)
+
+    def _sentence_pos(self, grid: Tuple[int, int]) -> torch.Tensor:
+        pos = self.sentence_pos
+        if grid == self.pretrain_grid:
+            return pos
+        return torch.cat([
+            pos[:, :self.num_prefix],
+            _resize_grid(pos[:, self.num_prefix:], self.pretrain_grid, grid)
+        ], 1)
+
+    def forward(self, x: torch.Tensor) -> Tuple[torch.Tensor, ...]:
+        if x.dim() != 4:
+            raise ValueError(f'TNT expects images (B, C, H, W), got shape '
+                             f'{tuple(x.shape)}')
+        in_h, in_w = x.shape[-2:]
+        words, sentences, grid = self.embed(x)
+        taps = {}
+        wanted = set(self.pyramid_blocks) if self.out_type == 'pyramid' \
+            else set()
+        for i, block in enumerate(self.blocks):
+            if self.with_cp and self.training and sentences.requires_grad:
+                words, sentences = cp.checkpoint(
+                    block, words, sentences, self.num_prefix,
+                    use_reentrant=False)
+            else:
+                words, sentences = block(words, sentences, self.num_prefix)
+            if i in wanted:
+                taps[i] = sentences[:, self.num_prefix:]
+        if self.out_type == 'cls_token':
+            return (self.norm(sentences)[:, 0], )
+        if self.out_type == 'avg_featmap':
+            return (self.norm(sentences)[:, self.num_prefix:].mean(1), )
+        return self._pyramid(taps, grid, (in_h, in_w))
+
+    def _pyramid(self, taps: dict, grid: Tuple[int, int],
+                 size: Tuple[int, int]) -> Tuple[torch.Tensor, ...]:
+        B = next(iter(taps.values())).shape[0]
+        outs = []
+        for level in self.out_indices:
+            tokens = self.pyramid_norms[level](taps[self.pyramid_blocks[level]])
+            fmap = tokens.transpose(1, 2).reshape(B, self.outer_dims, *grid)
+            fmap = self.pyramid_convs[level](fmap)
+            stride = 4 * 2**level
+            # the padded border beyond ceil(H / stride) is not image
+            outs.append(fmap[..., :math.ceil(size[0] / stride),
+                             :math.ceil(size[1] / stride)])
+        return tuple(outs)
+
+    # ----------------------------------------------------------- training
+    def _freeze(self):
+        if self.frozen_stages < 0:
+            return
+        frozen: List[nn.Module] = [self.word_embed, self.stem_norm1,
+                                   self.stem_proj, self.stem_norm2]
+        frozen += list(self.blocks[:self.frozen_stages])
+        params = [self.word_pos, self.sentence_pos] + (
+            [self.cls_token] if self.cls_token is not None else [])
+        for module in frozen:
+            module.eval()
+            for p in module.parameters():
+                p.requires_grad = False
+        for p in params:
+            p.requires_grad = False
+
+    def train(self, mode: bool = True):
+        super().train(mode)
+        self._freeze()
+        if mode and self.norm_eval:
+            for m in self.modules():
+                if isinstance(m, nn.modules.batchnorm._BatchNorm):
+                    m.eval()
+        return self
+
+
+def _is_square(n: int) -> bool:
+    return n >= 0 and math.isqrt(n)**2 == n
+
+
+def _resize_grid(pos: torch.Tensor, src: Tuple[int, int],
+                 dst: Tuple[int, int]) -> torch.Tensor:
+    """(1, src_h * src_w, C) position embeddings -> (1, dst_h * dst_w, C),
+    bicubic over the grid."""
+    C = pos.shape[-1]
+    grid = pos.reshape(1, src[0], src[1], C).permute(0, 3, 1, 2)
+    grid = F.interpolate(grid.float(), size=dst, mode='bicubic',
+                         align_corners=False).to(pos.dtype)
+    return grid.permute(0, 2, 3, 1).reshape(1, dst[0] * dst[1], C)
