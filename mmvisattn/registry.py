@@ -16,10 +16,12 @@ MODELS = Registry(
     'model',
     parent=MMENGINE_MODELS,
     scope='mmvisattn',
-    # the detection parts import mmdet.models (2 s): registered on first use
+    # the detection/segmentation parts import mmdet/mmseg models (seconds):
+    # registered on first use
     locations=[
         'mmvisattn.models', 'mmvisattn.models.dense_heads',
-        'mmvisattn.models.detectors', 'mmvisattn.models.losses'
+        'mmvisattn.models.detectors', 'mmvisattn.models.losses',
+        'mmvisattn.models.plugins', 'mmvisattn.models.decode_heads'
     ])
 
 # Assigners and target builders of our heads (mmdet's TASK_UTILS reaches them

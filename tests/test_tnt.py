@@ -5,7 +5,6 @@ trained and evaluated on coco128 / camvid_ade."""
 import copy
 import importlib.util
 import os.path as osp
-import re
 import subprocess
 import sys
 
@@ -13,7 +12,7 @@ import pytest
 import torch
 from mmengine.config import Config
 
-from conftest import REPO, run_tools, shared_dataset
+from conftest import REPO
 from mmvisattn.models.backbones import TNT
 from mmvisattn.models.utils import detect_tnt_layout, tnt_any_to_mmvisattn
 
@@ -313,33 +312,11 @@ def test_get_flops_prints_both_configs():
 
 # ------------------------------------------ detection and segmentation
 def test_cascade_mask_rcnn_tnt_s_trains_and_evaluates_on_coco128(tmp_path):
-    from test_zoo_coco import NUM_IMAGES, coco128_files, write_override
-    root, subset, num_images = coco128_files(tmp_path)
-    config = str(tmp_path / 'tiny_tnt_cascade.py')
-    write_override(CASCADE, root, subset, config)
-    work = str(tmp_path / 'work')
-    ckpt = osp.join(work, 'epoch_1.pth')
-    train_out, test_out = run_tools(
-        ['tools/train.py', config, '--work-dir', work],
-        ['tools/test.py', config, ckpt, '--work-dir', work])
-    assert num_images == NUM_IMAGES
-    assert re.search(r'Epoch\(train\) \[1\]\[{0}/{0}\]'.format(num_images),
-                     train_out), train_out[-3000:]
-    assert re.search(r'coco/bbox_mAP: [\d.]+', test_out), test_out[-3000:]
-    assert re.search(r'coco/segm_mAP: [\d.]+', test_out), test_out[-3000:]
+    from test_zoo_coco import train_and_evaluate_on_coco128
+    train_and_evaluate_on_coco128(CASCADE, tmp_path)
+
 
 
 def test_upernet_tnt_s_trains_and_evaluates_on_camvid_ade(tmp_path):
-    from test_zoo_ade import write_camvid_config
-    root = shared_dataset('camvid_ade')
-    config = str(tmp_path / 'camvid_upernet_tnt.py')
-    write_camvid_config(UPERNET, root, config)
-    work = str(tmp_path / 'work')
-    train_out, test_out = run_tools(
-        ['tools/train.py', config, '--work-dir', work],
-        ['tools/test.py', config, osp.join(work, 'iter_2.pth'),
-         '--work-dir', work])
-    assert re.search(r'Iter\(train\) \[2/2\]', train_out), train_out[-3000:]
-    assert 'per class results' in test_out
-    assert re.search(r'aAcc: [\d.]+\s+mIoU: [\d.]+', test_out), \
-        test_out[-3000:]
+    from test_zoo_ade import train_and_evaluate_on_camvid
+    train_and_evaluate_on_camvid(UPERNET, tmp_path)

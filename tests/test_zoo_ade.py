@@ -205,26 +205,37 @@ def write_camvid_config(zoo_config, root, path):
     return metainfo
 
 
-def test_upernet_swin_t_trains_and_tests_on_camvid_ade(tmp_path):
+def train_and_evaluate_on_camvid(zoo_config, tmp_path, tta=False):
+    """tools/train.py (2 iterations of batch 2, write_camvid_config) then
+    tools/test.py (and --tta); checks the printed per-class IoU table,
+    aAcc and mIoU; returns the outputs and the class names."""
     root = shared_dataset('camvid_ade')
-    name = 'upernet_swin-t-p4-w7_8xb2-160k_ade20k-512x512.py'
-    config = str(tmp_path / f'camvid_{name}')
-    metainfo = write_camvid_config(osp.join(ZOO_DIR, name), root, config)
+    config = str(tmp_path / f'camvid_{osp.basename(zoo_config)}')
+    metainfo = write_camvid_config(zoo_config, root, config)
     work = str(tmp_path / 'work')
     ckpt = osp.join(work, 'iter_2.pth')
-    train_out, test_out, tta_out = run_tools(
-        ['tools/train.py', config, '--work-dir', work],
-        ['tools/test.py', config, ckpt, '--work-dir', work],
-        ['tools/test.py', config, ckpt, '--work-dir', work, '--tta'])
-    assert re.search(r'Iter\(train\) \[2/2\]', train_out), train_out[-3000:]
-    assert osp.isfile(ckpt), train_out[-3000:]
-    for out in (test_out, tta_out):
+    commands = [['tools/train.py', config, '--work-dir', work],
+                ['tools/test.py', config, ckpt, '--work-dir', work]]
+    if tta:
+        commands.append(['tools/test.py', config, ckpt, '--work-dir', work,
+                         '--tta'])
+    outs = run_tools(*commands)
+    assert re.search(r'Iter\(train\) \[2/2\]', outs[0]), outs[0][-3000:]
+    assert osp.isfile(ckpt), outs[0][-3000:]
+    for out in outs[1:]:
         assert re.search(r'Iter\(test\) \[2/2\]', out), out[-3000:]
         # mmseg's IoUMetric: per-class table and the summary
         assert 'per class results' in out, out[-3000:]
         for cls in metainfo['classes']:
             assert re.search(rf'\|\s*{cls}\s*\|', out), (cls, out[-3000:])
         assert re.search(r'aAcc: [\d.]+\s+mIoU: [\d.]+', out), out[-3000:]
+    return outs
+
+
+def test_upernet_swin_t_trains_and_tests_on_camvid_ade(tmp_path):
+    name = 'upernet_swin-t-p4-w7_8xb2-160k_ade20k-512x512.py'
+    _, test_out, tta_out = train_and_evaluate_on_camvid(
+        osp.join(ZOO_DIR, name), tmp_path, tta=True)
     # --tta: 6 scales x 2 flips merged by mmseg's SegTTAModel
     assert '--tta: SegTTAModel merges 12 augmented views' in tta_out
     assert 'augmented views' not in test_out

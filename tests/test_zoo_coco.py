@@ -13,7 +13,6 @@ almost untrained model still has detections to score).
 """
 import glob
 import json
-import os
 import os.path as osp
 import re
 
@@ -206,9 +205,30 @@ def coco128_files(directory):
     return root, path, len(keep)
 
 
-@pytest.fixture(scope='module')
-def coco128_subset(tmp_path_factory):
-    return coco128_files(tmp_path_factory.mktemp('coco128'))
+def train_and_evaluate_on_coco128(zoo_config, tmp_path, mask=True):
+    """tools/train.py (2 iterations, shrunk as write_override says) then
+    tools/test.py on the same coco128 images; checks the printed COCO
+    metrics and returns both outputs."""
+    root, subset, num_images = coco128_files(tmp_path)
+    config = str(tmp_path / f'tiny_{osp.basename(zoo_config)}')
+    write_override(zoo_config, root, subset, config)
+    work = str(tmp_path / 'work')
+    ckpt = osp.join(work, 'epoch_1.pth')
+    train_out, test_out = run_tools(
+        ['tools/train.py', config, '--work-dir', work],
+        ['tools/test.py', config, ckpt, '--work-dir', work])
+    # 1 image per batch: one training iteration per image
+    assert re.search(r'Epoch\(train\) \[1\]\[{0}/{0}\]'.format(num_images),
+                     train_out), train_out[-3000:]
+    assert osp.isfile(ckpt), train_out[-3000:]
+    assert re.search(r'\[{0}/{0}\]'.format(num_images), test_out), \
+        test_out[-3000:]
+    assert 'Average Precision' in test_out
+    assert re.search(r'coco/bbox_mAP: [\d.]+', test_out), test_out[-3000:]
+    if mask:
+        assert re.search(r'coco/segm_mAP: [\d.]+', test_out), \
+            test_out[-3000:]
+    return train_out, test_out
 
 
 def test_zoo_list_is_complete():
@@ -298,25 +318,6 @@ def test_zoo_config_recipe(name):
 
 
 @pytest.mark.parametrize('name', ZOO_CONFIGS)
-def test_zoo_config_train_then_test_on_coco128(name, coco128_subset,
-                                               tmp_path):
-    root, subset, num_images = coco128_subset
-    config = str(tmp_path / f'tiny_{name}')
-    write_override(osp.join(ZOO_DIR, name), root, subset, config)
-    work = str(tmp_path / 'work')
-    ckpt = osp.join(work, 'epoch_1.pth')
-    train_out, test_out = run_tools(
-        ['tools/train.py', config, '--work-dir', work],
-        ['tools/test.py', config, ckpt, '--work-dir', work])
-    # 1 image per batch: one training iteration per image
-    assert re.search(r'Epoch\(train\) \[1\]\[{0}/{0}\]'.format(num_images),
-                     train_out), train_out[-3000:]
-    assert osp.isfile(ckpt), train_out[-3000:]
-
-    assert re.search(r'\[{0}/{0}\]'.format(num_images), test_out), \
-        test_out[-3000:]
-    assert 'Average Precision' in test_out
-    assert re.search(r'coco/bbox_mAP: [\d.]+', test_out), test_out[-3000:]
-    if SPEC[name]['mask']:
-        assert re.search(r'coco/segm_mAP: [\d.]+', test_out), \
-            test_out[-3000:]
+def test_zoo_config_train_then_test_on_coco128(name, tmp_path):
+    train_and_evaluate_on_coco128(osp.join(ZOO_DIR, name), tmp_path,
+                                  mask=SPEC[name]['mask'])

@@ -22,7 +22,7 @@ from typing import Callable, Optional
 import torch
 import torch.nn.functional as F
 
-from .sliding import _halo, _halo_tiles
+from .sliding import _halo, _halo_tiles, tile_queries_and_keys, untile
 
 
 def window_log_membership(offsets: torch.Tensor, near: torch.Tensor,
@@ -68,7 +68,7 @@ def reconstructed_window_attention(q: torch.Tensor,
     T = tile or M
     scale = d**-0.5 if scale is None else scale
     before, _ = _halo(M)
-    key_index, neighbour, key_border, (th, tw), (fh, fw) = _halo_tiles(
+    key_index, neighbour, key_border, (th, tw), _ = _halo_tiles(
         H, W, M, T, q.device)
     num_tiles, span = th * tw, T + M - 1
     K = span * span
@@ -87,18 +87,8 @@ def reconstructed_window_attention(q: torch.Tensor,
     offsets = pos[None, :] - torch.arange(
         T, device=q.device, dtype=q.dtype)[:, None] - before
 
-    def frame(t):  # (B, h, H, W, d) -> (B, h, frame_h*frame_w, d)
-        t = F.pad(t, (0, 0, before, fw - W - before, before,
-                      fh - H - before))
-        return t.reshape(B, heads, fh * fw, d)
-
-    k_tiles = frame(k).index_select(2, key_index).view(
-        B, heads, num_tiles, K, d)
-    v_tiles = frame(v).index_select(2, key_index).view(
-        B, heads, num_tiles, K, d)
-    q_tiles = F.pad(q, (0, 0, 0, tw * T - W, 0, th * T - H)).view(
-        B, heads, th, T, tw, T, d).permute(0, 1, 2, 4, 3, 5, 6).reshape(
-            B, heads, num_tiles, T * T, d)
+    q_tiles, k_tiles, v_tiles = tile_queries_and_keys(q, k, v, M, T,
+                                                      key_index)
     # per query extents, in tiles: (B, tiles, T, T, 4)
     ext = F.pad(extents.to(q.dtype), (0, 0, 0, tw * T - W, 0, th * T - H))
     ext = ext.view(B, th, T, tw, T, 4).permute(0, 1, 3, 2, 4, 5).reshape(
@@ -139,9 +129,7 @@ def reconstructed_window_attention(q: torch.Tensor,
                 fold(q_tiles), fold(k_tiles), fold(v_tiles), attn_mask=mask,
                 scale=scale)
         outs.append(out.view(B, c, heads, T * T, d))
-    out = torch.cat(outs, 1)  # (B, tiles, heads, T*T, d)
-    out = out.view(B, th, tw, heads, T, T, d).permute(0, 3, 1, 4, 2, 5, 6)
-    return out.reshape(B, heads, th * T, tw * T, d)[:, :, :H, :W]
+    return untile(torch.cat(outs, 1), (th, tw), (H, W))
 
 
 def reweighted_window_attention(q: torch.Tensor,

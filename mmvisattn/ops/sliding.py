@@ -138,6 +138,46 @@ def _halo_tiles(height: int, width: int, window_size: int, tile: int,
             key_border.to(device), (tiles_h, tiles_w), (frame_h, frame_w))
 
 
+def tile_queries_and_keys(q: torch.Tensor, k: torch.Tensor,
+                          v: torch.Tensor, window_size: int, tile: int,
+                          key_index: torch.Tensor):
+    """Queries cut into ``tile`` x ``tile`` tiles, keys and values gathered
+    once per tile halo (``key_index`` from :func:`_halo_tiles`).
+
+    (B, h, H, W, d) each -> q (B, h, tiles, T*T, d), k and v
+    (B, h, tiles, (T+M-1)^2, d)."""
+    B, heads, H, W, d = q.shape
+    M, T = window_size, tile
+    before, _ = _halo(M)
+    th, tw = -(-H // T), -(-W // T)
+    fh, fw = th * T + M - 1, tw * T + M - 1
+    span2 = (T + M - 1)**2
+
+    def frame(t):  # (B, h, H, W, d) -> (B, h, frame_h*frame_w, d)
+        t = F.pad(t, (0, 0, before, fw - W - before, before,
+                      fh - H - before))
+        return t.reshape(B, heads, fh * fw, d)
+
+    k_tiles = frame(k).index_select(2, key_index).view(
+        B, heads, th * tw, span2, d)
+    v_tiles = frame(v).index_select(2, key_index).view(
+        B, heads, th * tw, span2, d)
+    q_tiles = F.pad(q, (0, 0, 0, tw * T - W, 0, th * T - H)).view(
+        B, heads, th, T, tw, T, d).permute(0, 1, 2, 4, 3, 5, 6).reshape(
+            B, heads, th * tw, T * T, d)
+    return q_tiles, k_tiles, v_tiles
+
+
+def untile(out: torch.Tensor, tiles_hw: Tuple[int, int],
+           size: Tuple[int, int]) -> torch.Tensor:
+    """(B, tiles, h, T*T, d) per-tile outputs -> (B, h, H, W, d)."""
+    B, _, heads, TT, d = out.shape
+    (th, tw), (H, W) = tiles_hw, size
+    T = int(round(TT**0.5))
+    out = out.view(B, th, tw, heads, T, T, d).permute(0, 3, 1, 4, 2, 5, 6)
+    return out.reshape(B, heads, th * T, tw * T, d)[:, :, :H, :W]
+
+
 def sliding_window_attention_blocked(q: torch.Tensor,
                                      k: torch.Tensor,
                                      v: torch.Tensor,
@@ -160,8 +200,7 @@ def sliding_window_attention_blocked(q: torch.Tensor,
     M = window_size
     T = tile or M
     scale = d**-0.5 if scale is None else scale
-    before, after = _halo(M)
-    key_index, neighbour, key_border, (th, tw), (fh, fw) = _halo_tiles(
+    key_index, neighbour, key_border, (th, tw), _ = _halo_tiles(
         H, W, M, T, q.device)
     num_tiles, K = th * tw, (T + M - 1)**2
 
@@ -172,18 +211,8 @@ def sliding_window_attention_blocked(q: torch.Tensor,
     table = torch.cat([table, table.new_full((heads, 1), MASK_VALUE)], 1)
     pair_bias = table[:, neighbour]
 
-    def frame(t):  # (B, h, H, W, d) -> (B, h, frame_h*frame_w, d)
-        t = F.pad(t, (0, 0, before, fw - W - before, before,
-                      fh - H - before))
-        return t.reshape(B, heads, fh * fw, d)
-
-    k_tiles = frame(k).index_select(2, key_index).view(
-        B, heads, num_tiles, K, d)
-    v_tiles = frame(v).index_select(2, key_index).view(
-        B, heads, num_tiles, K, d)
-    q_tiles = F.pad(q, (0, 0, 0, tw * T - W, 0, th * T - H)).view(
-        B, heads, th, T, tw, T, d).permute(0, 1, 2, 4, 3, 5, 6).reshape(
-            B, heads, num_tiles, T * T, d)
+    q_tiles, k_tiles, v_tiles = tile_queries_and_keys(q, k, v, M, T,
+                                                      key_index)
 
     outs = []
     for s in range(0, num_tiles, tiles_per_chunk):
@@ -204,6 +233,4 @@ def sliding_window_attention_blocked(q: torch.Tensor,
         else:
             out = mask.softmax(-1) @ fold(v_tiles)
         outs.append(out.view(B, c, heads, T * T, d))
-    out = torch.cat(outs, 1)  # (B, tiles, heads, T*T, d)
-    out = out.view(B, th, tw, heads, T, T, d).permute(0, 3, 1, 4, 2, 5, 6)
-    return out.reshape(B, heads, th * T, tw * T, d)[:, :, :H, :W]
+    return untile(torch.cat(outs, 1), (th, tw), (H, W))

@@ -47,8 +47,10 @@
 
 ``--mode scaling`` (part of ``all``): one stage-1 layer (C=96, 3 heads,
 (s/4)^2 tokens) for input sizes s = ``--sizes`` (default 256..768) with
-cyclic shifted windows, the blocked sliding-window kernel and global MSA
-(``F.scaled_dot_product_attention``, no position). log(time) = a + b
+cyclic shifted windows, the blocked sliding-window kernel, RSWAtt
+(reconstructed sliding windows: one largest window of 7, and the fused
+5 + 9 pair) and global MSA (``F.scaled_dot_product_attention``, no
+position). log(time) = a + b
 log(pixels) is fitted by least squares; b ~ 1 means linear in the image
 area (windows), b ~ 2 quadratic (global). Maps whose side is not a
 multiple of 7 are padded (64 -> 70 tokens at 256^2: +20% work, 1-8% at the
@@ -352,7 +354,11 @@ def memory_probe(which, kind, shape, arch, device):
     """Run in a fresh subprocess: peak MB of one step of one model."""
     torch.manual_seed(0)
     zoo = SwinTransformer.arch_zoo[arch]
-    if which == 'ours':
+    if which == 'rswatt':
+        from mmvisattn.models.backbones import RSWAttTransformer
+        model = RSWAttTransformer(arch=arch, drop_path_rate=0.)
+        model.init_weights()
+    elif which == 'ours':
         model = SwinTransformer(arch=arch, drop_path_rate=0.)
         model.init_weights()
     else:
@@ -469,9 +475,21 @@ def fit_exponent(pixels, seconds):
 
 def scaling(args, device):
     C, heads = STAGES[0][1], STAGES[0][2]
-    rows = (('window (cyclic, shifted)', dict()),
-            ('sliding window (blocked)', dict(attn_type='sliding_blocked')),
-            ('global MSA (SDPA)', dict(attn_type='global', position='none')))
+    from mmvisattn.models.layers import ReconstructedWindowAttention
+
+    def swin(**kwargs):
+        return (lambda: SwinAttention(C, heads, WINDOW, **kwargs),
+                lambda m, x: m(x, WINDOW // 2))
+
+    def rswatt(*sizes):
+        return (lambda: ReconstructedWindowAttention(C, heads, sizes),
+                lambda m, x: m(x))
+
+    rows = (('window (cyclic, shifted)', swin()),
+            ('sliding window (blocked)', swin(attn_type='sliding_blocked')),
+            ('RSWAtt, largest window 7', rswatt(7)),
+            ('RSWAtt, windows 5 + 9', rswatt(5, 9)),
+            ('global MSA (SDPA)', swin(attn_type='global', position='none')))
     print(f'\nscaling: one stage-1 MSA layer (C={C}, {heads} heads, window '
           f'{WINDOW}, (s/4)^2 tokens), batch {args.batch}, inference; '
           f'median of {args.repeats} ({args.heavy_repeats} where a warm-up '
@@ -484,7 +502,7 @@ def scaling(args, device):
         torch.manual_seed(0)
         x = torch.randn(args.batch, n, n, C, device=device)
         fns, reps = {}, {}
-        for label, kwargs in rows:
+        for label, (build, call) in rows:
             if label in dropped:
                 continue
             done = ms[label]
@@ -497,10 +515,10 @@ def scaling(args, device):
                                  f'(predicted {guess:.0f} s per run from '
                                  f'{last}^2 and time ~ pixels^2)')
                     continue
-            m = SwinAttention(C, heads, WINDOW, **kwargs)
+            m = build()
             m.init_weights()
             m.to(device).eval()
-            fn = (lambda m: lambda: m(x, WINDOW // 2))(m)
+            fn = (lambda m, call: lambda: call(m, x))(m, call)
             with torch.no_grad():
                 warm = timed(fn, device)
             if 'global' in label and warm > args.global_limit:
@@ -531,6 +549,27 @@ def scaling(args, device):
     print('  (b: time ~ pixels^b; expected ~1 for windows, ~2 for global)')
     for note in notes:
         print(f'  note: {note}')
+    if args.large:
+        large_image(args, device)
+
+
+def large_image(args, device):
+    """RSWAtt-T backbone inference on one large image (fresh process,
+    steady-state peak memory) against what one global-attention layer of
+    stage 1 would need for its logits alone."""
+    h, w = args.large
+    probe = probe_memory('rswatt', 'infer', (h, w), 'tiny', device)
+    tokens = (h // 4) * (w // 4)
+    heads = STAGES[0][2]
+    global_gb = tokens**2 * heads * 4 / 2**30
+    with open('/proc/meminfo') as f:
+        ram_gb = int(next(line for line in f
+                          if line.startswith('MemTotal')).split()[1]) / 2**20
+    mark = '' if probe['exact'] else ' (>=)'
+    print(f'\nlarge image: RSWAtt-T backbone, 1x3x{h}x{w}, inference: peak '
+          f'{probe["peak_mb"]:.0f} MB{mark}; one global-attention layer at '
+          f'stage 1 ({tokens} tokens, {heads} heads) needs {global_gb:.1f} '
+          f'GB for its fp32 logits alone; this machine has {ram_gb:.1f} GB')
 
 
 # --------------------------------------------------------------------- main
@@ -558,6 +597,11 @@ def parse_args(argv=None):
                         default=(512, 512))
     parser.add_argument('--sizes', type=int, nargs='+',
                         default=[256, 384, 512, 640, 768])
+    parser.add_argument('--large', type=int, nargs=2, metavar=('H', 'W'),
+                        default=None,
+                        help='scaling mode: also run the RSWAtt-T backbone '
+                        'on one HxW image (e.g. 1024 1024) and compare its '
+                        'peak memory with global attention\'s logits')
     parser.add_argument('--global-limit', type=float, default=20.,
                         help='seconds; slower global runs are dropped')
     parser.add_argument('--threads', type=int, default=None,

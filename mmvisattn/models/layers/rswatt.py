@@ -115,6 +115,9 @@ class ReconstructedWindowAttention(BaseModule):
         self.proj = nn.Linear(embed_dims, embed_dims)
         self.proj_drop = nn.Dropout(proj_drop)
         self.attn_drop = attn_drop
+        # analysis tools set this to keep the last predicted extents
+        self.record_extents = False
+        self.last_extents = None
         self.relative_position_bias_tables = nn.ParameterList(
             nn.Parameter(torch.zeros((2 * m - 1)**2, num_heads))
             for m in self.window_sizes)
@@ -191,6 +194,8 @@ class ReconstructedWindowAttention(BaseModule):
                         for g, o in zip(gates.unbind(-1), outs))
         out = self.proj_drop(self.proj(F.dropout(fused, self.attn_drop,
                                                  self.training)))
+        if self.record_extents and extents is not None:
+            self.last_extents = extents.detach()
         return (out, extents) if return_extents else out
 
 

@@ -1,0 +1,3 @@
+from .rswatt_uper_head import RSWAttUPerHead
+
+__all__ = ['RSWAttUPerHead']

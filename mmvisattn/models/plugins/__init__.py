@@ -1,0 +1,3 @@
+from .rswatt_plugins import RSWAttNeck, RSWAttPlugin, RSWAttResidual
+
+__all__ = ['RSWAttResidual', 'RSWAttPlugin', 'RSWAttNeck']

@@ -1,0 +1,79 @@
+"""RSWAtt as a plug-in for existing models: inside mmdet's ResNet
+bottlenecks (``plugins=``) and as a neck that enhances every FPN level
+before the dense / RoI heads. Both add ``gamma * RSWAtt(LN(x))`` to their
+input with ``gamma`` starting at zero, so a pretrained network starts
+exactly as it was and learns how much pixel-level attention to use."""
+from typing import Optional, Sequence, Tuple
+
+import torch
+import torch.nn as nn
+from mmengine.model import BaseModule, ModuleList
+
+from mmvisattn.models.layers import ReconstructedWindowAttention
+from mmvisattn.registry import MODELS
+
+
+class RSWAttResidual(BaseModule):
+    """``x + gamma * RSWAtt(LN(x))`` on (B, C, H, W) maps; ``gamma`` is a
+    per-channel scale initialised to ``init_scale`` (0)."""
+
+    def __init__(self,
+                 channels: int,
+                 num_heads: Optional[int] = None,
+                 window_sizes: Sequence[int] = (5, 9),
+                 attn_cfg: Optional[dict] = None,
+                 init_scale: float = 0.,
+                 init_cfg: Optional[dict] = None):
+        super().__init__(init_cfg=init_cfg)
+        num_heads = num_heads or max(1, channels // 32)
+        self.norm = nn.LayerNorm(channels)
+        self.attn = ReconstructedWindowAttention(channels, num_heads,
+                                                 window_sizes,
+                                                 **(attn_cfg or {}))
+        self.gamma = nn.Parameter(torch.full((channels, ), init_scale))
+
+    def init_weights(self):
+        self.attn.init_weights()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.attn(self.norm(x.permute(0, 2, 3, 1)))
+        return x + (y * self.gamma).permute(0, 3, 1, 2)
+
+
+@MODELS.register_module()
+class RSWAttPlugin(RSWAttResidual):
+    """For mmdet's ResNet: ``plugins=[dict(cfg=dict(
+    type='mmvisattn.RSWAttPlugin', window_sizes=(5, 9)), stages=(False,
+    True, True, True), position='after_conv3')]``; ResNet passes
+    ``in_channels``."""
+    _abbr_ = 'rswatt'
+
+    def __init__(self, in_channels: int, **kwargs):
+        super().__init__(in_channels, **kwargs)
+
+
+@MODELS.register_module()
+class RSWAttNeck(BaseModule):
+    """A neck after the FPN: every level through its own (or one shared)
+    :class:`RSWAttResidual`. In a config: ``neck=[dict(type='FPN', ...),
+    dict(type='mmvisattn.RSWAttNeck', in_channels=256, num_levels=5)]``."""
+
+    def __init__(self,
+                 in_channels: int,
+                 num_levels: int,
+                 share_weights: bool = False,
+                 init_cfg: Optional[dict] = None,
+                 **kwargs):
+        super().__init__(init_cfg=init_cfg)
+        self.num_levels = num_levels
+        count = 1 if share_weights else num_levels
+        self.blocks = ModuleList(
+            RSWAttResidual(in_channels, **kwargs) for _ in range(count))
+
+    def forward(self, feats: Tuple[torch.Tensor, ...]
+                ) -> Tuple[torch.Tensor, ...]:
+        if len(feats) != self.num_levels:
+            raise ValueError(f'RSWAttNeck: got {len(feats)} levels, '
+                             f'num_levels={self.num_levels}')
+        return tuple(self.blocks[min(i, len(self.blocks) - 1)](f)
+                     for i, f in enumerate(feats))
