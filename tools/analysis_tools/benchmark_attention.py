@@ -554,11 +554,17 @@ def scaling(args, device):
 
 
 def large_image(args, device):
-    """RSWAtt-T backbone inference on one large image (fresh process,
-    steady-state peak memory) against what one global-attention layer of
+    """RSWAtt-T backbone inference on a large image and at 1/2 and 3/4 of
+    its side (each in a fresh process, steady-state peak memory), with the
+    fitted memory exponent, against what one global-attention layer of
     stage 1 would need for its logits alone."""
     h, w = args.large
-    probe = probe_memory('rswatt', 'infer', (h, w), 'tiny', device)
+    shapes = [(h * k // 4, w * k // 4) for k in (2, 3, 4)]
+    probes = [probe_memory('rswatt', 'infer', s, 'tiny', device)
+              for s in shapes]
+    probe = probes[-1]
+    b_mem = fit_exponent([a * b for a, b in shapes],
+                         [p['peak_mb'] for p in probes])
     tokens = (h // 4) * (w // 4)
     heads = STAGES[0][2]
     global_gb = tokens**2 * heads * 4 / 2**30
@@ -569,7 +575,12 @@ def large_image(args, device):
     print(f'\nlarge image: RSWAtt-T backbone, 1x3x{h}x{w}, inference: peak '
           f'{probe["peak_mb"]:.0f} MB{mark}; one global-attention layer at '
           f'stage 1 ({tokens} tokens, {heads} heads) needs {global_gb:.1f} '
-          f'GB for its fp32 logits alone; this machine has {ram_gb:.1f} GB')
+          f'GB for its fp32 logits alone; this machine has {ram_gb:.1f} GB'
+          '\n  peak memory ' + ', '.join(
+              f'{a}x{b}: {p["peak_mb"]:.0f} MB'
+              for (a, b), p in zip(shapes, probes))
+          + f'; fitted memory ~ pixels^{b_mem:.2f} (CPU allocator caching '
+          'makes single peaks noisy by tens of percent)')
 
 
 # --------------------------------------------------------------------- main
