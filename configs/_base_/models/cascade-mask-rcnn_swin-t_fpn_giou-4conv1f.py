@@ -1,7 +1,10 @@
 # Cascade Mask R-CNN with Swin-T, as in the Swin paper's COCO experiments
 # (official Swin-Transformer-Object-Detection: 4conv1fc box heads, SyncBN,
 # GIoU loss on decoded boxes, class-specific regression).
-_base_ = 'mmdet::_base_/models/cascade-mask-rcnn_r50_fpn.py'
+_base_ = [
+    'mmdet::_base_/models/cascade-mask-rcnn_r50_fpn.py',
+    './swin-t_backbone.py'
+]
 
 custom_imports = dict(imports=['mmvisattn'], allow_failed_imports=False)
 
@@ -33,20 +36,8 @@ def _bbox_head(target_stds):
 
 
 model = dict(
-    backbone=dict(
-        _delete_=True,
-        type='mmvisattn.SwinTransformer',
-        arch='tiny',
-        window_size=7,
-        mlp_ratio=4,
-        qkv_bias=True,
-        drop_rate=0.,
-        attn_drop_rate=0.,
-        drop_path_rate=0.2,
-        patch_norm=True,
-        out_indices=(0, 1, 2, 3),
-        with_cp=False),
-    neck=dict(in_channels=[96, 192, 384, 768]),
+    backbone=dict(_base_.swin_t_backbone, _delete_=True),
+    neck=dict(in_channels=_base_.swin_t_channels),
     roi_head=dict(bbox_head=[
         _bbox_head([0.1, 0.1, 0.2, 0.2]),
         _bbox_head([0.05, 0.05, 0.1, 0.1]),
