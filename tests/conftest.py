@@ -1,3 +1,4 @@
+import importlib.util
 import json
 import os
 import os.path as osp
@@ -32,6 +33,17 @@ def _restore_default_scope():
     yield
     for name in set(DefaultScope._instance_dict) - before:
         DefaultScope._instance_dict.pop(name)
+
+
+def load_tool(relpath):
+    """A tool script (e.g. ``tools/analysis_tools/get_flops.py``) as a
+    module, to call its functions or ``main(argv)`` in-process."""
+    name = osp.splitext(osp.basename(relpath))[0]
+    spec = importlib.util.spec_from_file_location(f'mmvisattn_tool_{name}',
+                                                  osp.join(REPO, relpath))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def plain(obj):

@@ -7,15 +7,14 @@ mmvisattn.utils.complexity reproduces it. The models are built here from
 mmdet's configs with our backbone, so these tests do not depend on the zoo
 configs.
 """
-import importlib.util
 import os.path as osp
 
 import pytest
 import torch
 
+from conftest import REPO, load_tool
 from mmvisattn.utils import complexity
 
-REPO = osp.dirname(osp.dirname(osp.abspath(__file__)))
 SHAPE = (3, 800, 1280)  # the paper's 1280x800
 
 CASCADE_SWIN_T = """
@@ -67,12 +66,7 @@ model = dict(
 
 @pytest.fixture(scope='module')
 def tool():
-    spec = importlib.util.spec_from_file_location(
-        'mmvisattn_get_flops',
-        osp.join(REPO, 'tools', 'analysis_tools', 'get_flops.py'))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_tool('tools/analysis_tools/get_flops.py')
 
 
 @pytest.fixture(scope='module')

@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from conftest import REPO
+from conftest import REPO, load_tool
 from mmvisattn.models.backbones import RSWAttTransformer
 from mmvisattn.models.layers import ReconstructedWindowAttention
 from mmvisattn.ops import (reconstructed_window_attention,
@@ -308,18 +308,12 @@ def test_rswatt_decoder_on_swin_t_on_camvid_ade(tmp_path):
 
 
 def test_extents_tool_plots_the_predicted_windows(tmp_path):
-    import importlib.util
-
     import numpy as np
     from PIL import Image
     image = tmp_path / 'img.png'
     Image.fromarray((np.random.RandomState(0).rand(40, 56, 3) * 255).astype(
         'uint8')).save(image)
-    spec = importlib.util.spec_from_file_location(
-        'rswatt_extents',
-        osp.join(REPO, 'tools', 'analysis_tools', 'rswatt_extents.py'))
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
+    tool = load_tool('tools/analysis_tools/rswatt_extents.py')
     out = tmp_path / 'extents.png'
     tool.main([
         osp.join(REPO, 'configs', 'demo', 'upernet_rswatt-n_shapes-ade.py'),

@@ -3,7 +3,6 @@ every checkpoint layout, any input size, the pyramid a neck expects, the
 layer-decay optimizer rules, and the Cascade Mask R-CNN / UperNet configs
 trained and evaluated on coco128 / camvid_ade."""
 import copy
-import importlib.util
 import os.path as osp
 import subprocess
 import sys
@@ -12,7 +11,7 @@ import pytest
 import torch
 from mmengine.config import Config
 
-from conftest import REPO
+from conftest import REPO, load_tool
 from mmvisattn.models.backbones import TNT
 from mmvisattn.models.utils import detect_tnt_layout, tnt_any_to_mmvisattn
 
@@ -298,11 +297,7 @@ def test_converter_tool_reads_timm_and_mmpretrain(timm_tnt_s,
 
 
 def test_get_flops_prints_both_configs():
-    spec = importlib.util.spec_from_file_location(
-        'mmvisattn_get_flops',
-        osp.join(REPO, 'tools', 'analysis_tools', 'get_flops.py'))
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
+    tool = load_tool('tools/analysis_tools/get_flops.py')
     for path, params, flops in ((CASCADE, 82.06, 899.7),
                                 (UPERNET, 53.92, 1103.4)):
         result = tool.count_config(path)

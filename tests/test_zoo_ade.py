@@ -5,7 +5,6 @@ through tools/train.py, then evaluated with tools/test.py single-scale and
 with --tta (multi-scale + flip), printing aAcc, mIoU and per-class IoU.
 """
 import glob
-import importlib.util
 import json
 import os.path as osp
 import re
@@ -14,7 +13,7 @@ import pytest
 import yaml
 from mmengine.config import Config
 
-from conftest import REPO, plain, run_tools, shared_dataset
+from conftest import REPO, load_tool, plain, run_tools, shared_dataset
 
 ZOO_DIR = osp.join(REPO, 'configs', 'swin')
 W7 = 'https://github.com/SwinTransformer/storage/releases/download/v1.0.0/'
@@ -112,12 +111,7 @@ def test_ade_config_recipe(name):
 
 @pytest.fixture(scope='module')
 def flops_tool():
-    spec = importlib.util.spec_from_file_location(
-        'mmvisattn_get_flops',
-        osp.join(REPO, 'tools', 'analysis_tools', 'get_flops.py'))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_tool('tools/analysis_tools/get_flops.py')
 
 
 @pytest.mark.parametrize('name', sorted(SPEC))

@@ -68,7 +68,7 @@ def reconstructed_window_attention(q: torch.Tensor,
     T = tile or M
     scale = d**-0.5 if scale is None else scale
     before, _ = _halo(M)
-    key_index, neighbour, key_border, (th, tw), _ = _halo_tiles(
+    key_index, neighbour, key_border, (th, tw) = _halo_tiles(
         H, W, M, T, q.device)
     num_tiles, span = th * tw, T + M - 1
     K = span * span

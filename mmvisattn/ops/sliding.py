@@ -135,7 +135,7 @@ def _halo_tiles(height: int, width: int, window_size: int, tile: int,
     key_border = torch.zeros_like(key_valid).masked_fill_(
         key_valid == 0, MASK_VALUE)
     return (key_index.to(device), neighbour.to(device),
-            key_border.to(device), (tiles_h, tiles_w), (frame_h, frame_w))
+            key_border.to(device), (tiles_h, tiles_w))
 
 
 def tile_queries_and_keys(q: torch.Tensor, k: torch.Tensor,
@@ -200,7 +200,7 @@ def sliding_window_attention_blocked(q: torch.Tensor,
     M = window_size
     T = tile or M
     scale = d**-0.5 if scale is None else scale
-    key_index, neighbour, key_border, (th, tw), _ = _halo_tiles(
+    key_index, neighbour, key_border, (th, tw) = _halo_tiles(
         H, W, M, T, q.device)
     num_tiles, K = th * tw, (T + M - 1)**2
 

@@ -125,6 +125,11 @@ class ReconstructedWindowAttention(BaseModule):
             self.register_buffer(f'relative_index_{m}',
                                  sliding_relative_index(m).clone(),
                                  persistent=False)
+        # (scales, 4): left, right, top, bottom of each full M x M window
+        self.register_buffer(
+            'extent_limits',
+            torch.stack([self.max_extents(m) for m in self.window_sizes]),
+            persistent=False)
 
     def init_weights(self):
         super().init_weights()
@@ -143,23 +148,22 @@ class ReconstructedWindowAttention(BaseModule):
         else:
             nn.init.zeros_(self.window_pred.bias)
 
-    def max_extents(self, m: int, device=None) -> torch.Tensor:
+    @staticmethod
+    def max_extents(m: int) -> torch.Tensor:
         """(left, right, top, bottom) of the full m x m neighbourhood."""
         before, after = m // 2, m - 1 - m // 2
         return torch.tensor([before, after, before, after],
-                            dtype=torch.float, device=device)
+                            dtype=torch.float)
 
     def predict_extents(self, x: torch.Tensor) -> torch.Tensor:
         """(B, H, W, C) -> (B, H, W, scales, 4) window extents in pixels."""
         B, H, W, _ = x.shape
         raw = self.window_pred(x).view(B, H, W, len(self.window_sizes), -1)
-        limits = torch.stack(
-            [self.max_extents(m, x.device) for m in self.window_sizes])
         if self.predictor == 'direct':
             fractions = raw.sigmoid()
         else:
             fractions = raw.softmax(-1) @ self.anchors.to(raw.dtype)
-        return fractions * limits.to(raw.dtype)
+        return fractions * self.extent_limits.to(raw.dtype)
 
     def forward(self, x: torch.Tensor,
                 return_extents: bool = False) -> torch.Tensor:
