@@ -5,6 +5,7 @@ config in mmdet's or mmseg's scope reaches our modules as
 ``type='mmvisattn.SwinTransformer'`` once ``mmvisattn`` is imported (for example
 through ``custom_imports=dict(imports=['mmvisattn'])``).
 """
+from mmengine.registry import HOOKS as MMENGINE_HOOKS
 from mmengine.registry import MODEL_WRAPPERS as MMENGINE_MODEL_WRAPPERS
 from mmengine.registry import MODELS as MMENGINE_MODELS
 from mmengine.registry import \
@@ -44,5 +45,13 @@ MODEL_WRAPPERS = Registry(
 OPTIM_WRAPPER_CONSTRUCTORS = Registry(
     'optimizer wrapper constructor',
     parent=MMENGINE_OPTIM_WRAPPER_CONSTRUCTORS,
+    scope='mmvisattn',
+    locations=['mmvisattn.engine'])
+
+# Fault-tolerance and logging hooks (mmvisattn/engine/hooks.py), reached as
+# ``type='mmvisattn.AtomicCheckpointHook'``.
+HOOKS = Registry(
+    'hook',
+    parent=MMENGINE_HOOKS,
     scope='mmvisattn',
     locations=['mmvisattn.engine'])

@@ -14,6 +14,8 @@ from mmengine.config import Config
 from mmengine.runner import Runner
 
 import mmvisattn  # noqa: F401
+from mmvisattn.engine.checkpoint import (CheckpointError, read_checkpoint,
+                                         verify_checkpoint)
 from mmvisattn.utils.tools import parse_tool_args, prepare_config
 
 
@@ -54,9 +56,17 @@ def apply_tta(cfg, config_path):
 
 
 def main():
-    args = parse_args()
+    try:
+        run(parse_args())
+    except CheckpointError as e:
+        raise SystemExit(f'tools/test.py: {e}')
+
+
+def run(args):
     if not osp.isfile(args.checkpoint):
         raise FileNotFoundError(f'no checkpoint at {args.checkpoint}')
+    # a damaged file fails here, before minutes of model and data building
+    checkpoint = read_checkpoint(args.checkpoint)
     cfg = prepare_config(
         Config.fromfile(args.config), args.config, args.work_dir,
         args.cfg_options, args.launcher)
@@ -72,6 +82,10 @@ def main():
         cfg.test_evaluator.append(dict(type='DumpResults', out_file_path=args.out))
 
     runner = Runner.from_cfg(cfg)
+    # mmengine loads `load_from` non-strictly (a wrong architecture would only
+    # warn and then score random weights): check every key and shape first
+    verify_checkpoint(args.checkpoint, runner.model, checkpoint)
+    del checkpoint
     runner.test()
 
 

@@ -5,6 +5,12 @@
 
 The config's ``default_scope`` (mmdet or mmseg) decides whose models,
 datasets and metrics are used; mmvisattn's backbones are imported first.
+
+Runs survive faults: checkpoints are written atomically (a killed run never
+leaves a half-written file under a checkpoint's name), carry the RNG state,
+and ``--resume`` picks the newest complete one; a NaN/Inf loss stops the run
+before a checkpoint of broken weights is written; with many processes the
+logged losses are the mean over ranks (mmvisattn/engine/hooks.py).
 """
 import argparse
 import os.path as osp
@@ -14,6 +20,9 @@ from mmengine.registry import RUNNERS
 from mmengine.runner import Runner
 
 import mmvisattn  # noqa: F401  (registry, `mmvisattn::` configs, safe loading)
+from mmvisattn.engine import fault_tolerant_training
+from mmvisattn.engine.checkpoint import (latest_complete_checkpoint,
+                                         remove_partials)
 from mmvisattn.utils.tools import parse_tool_args, prepare_config
 
 
@@ -55,9 +64,13 @@ def main():
             raise KeyError('--auto-scale-lr needs `auto_scale_lr = dict('
                            'base_batch_size=...)` in the config')
         cfg.auto_scale_lr.enable = True
+    fault_tolerant_training(cfg)
     if args.resume == 'auto':
+        latest, partials = latest_complete_checkpoint(cfg.work_dir)
+        remove_partials(partials)
         cfg.resume = True
-        cfg.load_from = None
+        # None: nothing complete yet, so training starts from iteration 0
+        cfg.load_from = latest
     elif args.resume is not None:
         if not osp.isfile(args.resume):
             raise FileNotFoundError(f'--resume: no checkpoint at {args.resume}')

@@ -1,3 +1,12 @@
+from .checkpoint import (CheckpointError, latest_complete_checkpoint,
+                         read_checkpoint, verify_checkpoint)
+from .hooks import (AtomicCheckpointHook, FiniteLossHook, RankMeanLossHook,
+                    RNGStateHook, fault_tolerant_training)
 from .optim_constructor import LayerDecayOptimWrapperConstructor, layer_id
 
-__all__ = ['LayerDecayOptimWrapperConstructor', 'layer_id']
+__all__ = [
+    'LayerDecayOptimWrapperConstructor', 'layer_id', 'AtomicCheckpointHook',
+    'RNGStateHook', 'FiniteLossHook', 'RankMeanLossHook',
+    'fault_tolerant_training', 'CheckpointError', 'latest_complete_checkpoint',
+    'read_checkpoint', 'verify_checkpoint'
+]

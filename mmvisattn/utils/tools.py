@@ -49,8 +49,8 @@ def prepare_config(cfg: Config, config_path: str,
         cfg.merge_from_dict(cfg_options)
     config_scope(cfg, config_path)
     cfg.launcher = launcher
-    if launcher == 'pytorch' and not torch.cuda.is_available():
-        init_cpu_distributed(cfg)
+    if launcher in ('pytorch', 'slurm') and not torch.cuda.is_available():
+        init_cpu_distributed(cfg, launcher)
     if work_dir is not None:
         cfg.work_dir = work_dir
     elif cfg.get('work_dir') is None:

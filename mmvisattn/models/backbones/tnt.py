@@ -32,6 +32,7 @@ from mmengine.logging import MMLogger
 from mmengine.model import BaseModule, ModuleList
 from mmengine.model.weight_init import trunc_normal_
 
+from mmvisattn.models.layers.patch import check_images
 from mmvisattn.models.layers.transformer import TransformerLayer
 from mmvisattn.models.utils.checkpoint import load_pretrained
 from mmvisattn.models.utils.tnt_convert import tnt_any_to_mmvisattn
@@ -200,6 +201,7 @@ class TNT(BaseModule):
                  norm_cfg: dict = dict(type='LN'),
                  init_cfg: Optional[dict] = None):
         super().__init__(init_cfg=init_cfg)
+        self.in_channels = in_channels
         if isinstance(arch, str):
             if arch.lower() not in self.arch_zoo:
                 raise ValueError(f'TNT arch {arch!r} is not one of '
@@ -385,9 +387,7 @@ class TNT(BaseModule):
         ], 1)
 
     def forward(self, x: torch.Tensor) -> Tuple[torch.Tensor, ...]:
-        if x.dim() != 4:
-            raise ValueError(f'TNT expects images (B, C, H, W), got shape '
-                             f'{tuple(x.shape)}')
+        check_images(x, self.in_channels, 'TNT')
         in_h, in_w = x.shape[-2:]
         words, sentences, grid = self.embed(x)
         taps = {}

@@ -16,6 +16,21 @@ from mmengine.model import BaseModule
 from mmvisattn.ops import fast_linear
 
 
+def check_images(x: torch.Tensor, in_channels: int, owner: str) -> None:
+    """Refuse what would otherwise fail deep inside a kernel or turn every
+    output into NaN: a wrong rank or channel count, or NaN/Inf pixels."""
+    if x.dim() != 4 or x.shape[1] != in_channels:
+        raise ValueError(
+            f'{owner} expects images of shape (N, {in_channels}, H, W) '
+            f'(in_channels={in_channels}), got {tuple(x.shape)}')
+    if x.numel() == 0:
+        raise ValueError(f'{owner} got an empty batch {tuple(x.shape)}')
+    if not torch.isfinite(x).all():
+        raise ValueError(
+            f'{owner} got NaN/Inf pixel values (shape {tuple(x.shape)}); '
+            'check the image files and the data preprocessor mean/std')
+
+
 class PatchEmbed(BaseModule):
     """Non-overlapping patch partition + linear embedding (a strided conv).
 
@@ -38,11 +53,7 @@ class PatchEmbed(BaseModule):
             if norm_cfg else None
 
     def forward(self, x: torch.Tensor) -> Tuple[torch.Tensor, Tuple[int, int]]:
-        if x.dim() != 4 or x.shape[1] != self.in_channels:
-            raise ValueError(
-                f'{self.__class__.__name__} expects images of shape (N, '
-                f'{self.in_channels}, H, W) (in_channels={self.in_channels}), '
-                f'got {tuple(x.shape)}')
+        check_images(x, self.in_channels, self.__class__.__name__)
         H, W = x.shape[2:]
         p = self.patch_size
         if H % p or W % p:

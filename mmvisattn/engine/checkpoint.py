@@ -1,0 +1,150 @@
+"""Checkpoint files: read with errors that name the file, check against a
+model before use, and find the newest complete one to resume from."""
+import glob
+import os
+import os.path as osp
+import re
+import zipfile
+from typing import List, Optional, Tuple
+
+import torch.nn as nn
+from mmengine.logging import print_log
+from mmengine.runner.checkpoint import _load_checkpoint
+
+from .hooks import PARTIAL_SUFFIX
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint file that cannot be used, with the file named."""
+
+
+def _damage(path: str) -> Optional[str]:
+    """Why ``path`` is not a complete checkpoint, or None if it looks whole.
+
+    ``torch.save`` writes a zip whose directory comes last, so a file cut
+    short (killed writer, partial download) has no readable directory.
+    """
+    if not osp.isfile(path):
+        return 'no such file'
+    size = osp.getsize(path)
+    if size == 0:
+        return 'empty file (0 bytes)'
+    with open(path, 'rb') as f:
+        head = f.read(4)
+    if head.startswith(b'PK'):
+        try:
+            with zipfile.ZipFile(path) as zf:
+                zf.namelist()
+        except zipfile.BadZipFile:
+            return (f'truncated: a zip checkpoint without its directory '
+                    f'({size} bytes; an interrupted write or download)')
+        return None
+    if head[:1] == b'\x80':  # torch's legacy (pre-1.6) pickle format
+        return None
+    return (f'not a PyTorch checkpoint (starts with {head!r}, {size} '
+            'bytes)')
+
+
+def read_checkpoint(path: str) -> dict:
+    """Load a checkpoint on the CPU; every failure names the file."""
+    damage = _damage(path)
+    if damage is not None:
+        raise CheckpointError(f'{path}: {damage}')
+    try:
+        return _load_checkpoint(path, map_location='cpu')
+    except Exception as e:  # torch reports zip/pickle details, not the file
+        raise CheckpointError(
+            f'{path}: corrupt checkpoint, torch.load failed with '
+            f'{type(e).__name__}: {str(e).splitlines()[0][:300]}') from e
+
+
+def _listing(items: List[str], limit: int = 5) -> str:
+    more = f' ... (+{len(items) - limit} more)' if len(items) > limit else ''
+    return ', '.join(items[:limit]) + more
+
+
+def verify_checkpoint(path: str, model: nn.Module,
+                      checkpoint: Optional[dict] = None) -> None:
+    """Refuse a checkpoint that does not fit ``model`` exactly.
+
+    mmengine's ``load_from`` loads non-strictly: a checkpoint of another
+    architecture only logs a warning and the test then scores random
+    weights. Here missing keys, unexpected keys and shape mismatches stop
+    with the file named.
+    """
+    checkpoint = read_checkpoint(path) if checkpoint is None else checkpoint
+    state = checkpoint.get('state_dict', checkpoint)
+    if not isinstance(state, dict) or not state:
+        raise CheckpointError(f'{path}: holds no state_dict (top-level keys: '
+                              f'{_listing(sorted(map(str, checkpoint)))})')
+    state = {re.sub(r'^module\.', '', k): v for k, v in state.items()}
+    expected = {
+        re.sub(r'^(module\.)+', '', k): v
+        for k, v in model.state_dict().items()
+    }
+    missing = sorted(set(expected) - set(state))
+    unexpected = sorted(set(state) - set(expected))
+    mismatched = [
+        f'{k} {tuple(state[k].shape)} vs model {tuple(v.shape)}'
+        for k, v in expected.items()
+        if k in state and hasattr(state[k], 'shape')
+        and tuple(state[k].shape) != tuple(v.shape)
+    ]
+    if missing or unexpected or mismatched:
+        problems = []
+        if mismatched:
+            problems.append(f'{len(mismatched)} shape mismatches: '
+                            f'{_listing(mismatched)}')
+        if missing:
+            problems.append(f'{len(missing)} of the model\'s '
+                            f'{len(expected)} keys missing: '
+                            f'{_listing(missing)}')
+        if unexpected:
+            problems.append(f'{len(unexpected)} unexpected keys: '
+                            f'{_listing(unexpected)}')
+        raise CheckpointError(
+            f'{path}: does not match the model built from the config '
+            f'(another architecture or config?): ' + '; '.join(problems))
+
+
+def _step(path: str) -> int:
+    match = re.search(r'(\d+)\.pth$', path)
+    return int(match.group(1)) if match else -1
+
+
+def latest_complete_checkpoint(
+        work_dir: str) -> Tuple[Optional[str], List[str]]:
+    """The checkpoint to resume from and any half-written leftovers.
+
+    Prefers the file named in ``last_checkpoint``; when that is missing,
+    empty or damaged, the newest ``iter_*.pth`` / ``epoch_*.pth`` that is
+    complete. Returns ``(path or None, partial files found)``.
+    """
+    partials = sorted(glob.glob(osp.join(work_dir, f'.*{PARTIAL_SUFFIX}')))
+    candidates = []
+    pointer = osp.join(work_dir, 'last_checkpoint')
+    if osp.isfile(pointer):
+        with open(pointer) as f:
+            named = f.read().strip()
+        if named:
+            candidates.append(named)
+    found = glob.glob(osp.join(work_dir, 'iter_*.pth')) + \
+        glob.glob(osp.join(work_dir, 'epoch_*.pth'))
+    candidates += sorted(found, key=_step, reverse=True)
+    for path in candidates:
+        damage = _damage(path)
+        if damage is None:
+            return path, partials
+        print_log(f'resume: skipping {path} ({damage})', logger='current')
+    return None, partials
+
+
+def remove_partials(partials: List[str]) -> None:
+    for path in partials:
+        print_log(
+            f'resume: removing {path}, a checkpoint whose write was '
+            'interrupted', logger='current')
+        try:
+            os.remove(path)
+        except FileNotFoundError:  # another rank was first
+            pass

@@ -1,0 +1,206 @@
+"""Hooks that let long runs survive faults and report honestly on many ranks.
+
+``tools/train.py`` installs them (see :func:`fault_tolerant_training`); a
+config used with a plain mmengine ``Runner`` can list them itself::
+
+    default_hooks = dict(checkpoint=dict(type='mmvisattn.AtomicCheckpointHook'))
+    custom_hooks = [dict(type='mmvisattn.RNGStateHook'),
+                    dict(type='mmvisattn.FiniteLossHook'),
+                    dict(type='mmvisattn.RankMeanLossHook')]
+"""
+import math
+import os
+import os.path as osp
+from typing import Optional
+
+import torch
+from mmengine.config import Config
+from mmengine.dist import all_reduce, get_world_size, is_main_process
+from mmengine.fileio import LocalBackend
+from mmengine.hooks import CheckpointHook, Hook
+
+from mmvisattn.registry import HOOKS
+
+PARTIAL_SUFFIX = '.partial'
+
+
+def partial_path(path: str) -> str:
+    """Where a checkpoint is written before it is complete (hidden name)."""
+    folder, name = osp.split(path)
+    return osp.join(folder, f'.{name}{PARTIAL_SUFFIX}')
+
+
+def write_text_atomically(path: str, text: str) -> None:
+    tmp = partial_path(path)
+    with open(tmp, 'w') as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _fsync(path: str) -> None:
+    with open(path, 'rb') as f:
+        os.fsync(f.fileno())
+
+
+@HOOKS.register_module()
+class AtomicCheckpointHook(CheckpointHook):
+    """mmengine's ``CheckpointHook`` where a checkpoint only ever exists
+    complete.
+
+    Each checkpoint is written under a hidden ``.NAME.partial`` name, flushed
+    to disk and renamed (atomic on POSIX); ``last_checkpoint`` is replaced the
+    same way; and the oldest checkpoint beyond ``max_keep_ckpts`` is removed
+    only after the new one is in place (mmengine removes it first, so a kill
+    during the write of the only kept checkpoint would leave none).
+    """
+
+    def _save_checkpoint_with_step(self, runner, step, meta):
+        if not isinstance(self.file_backend, LocalBackend):
+            # object stores have their own atomic puts
+            return super()._save_checkpoint_with_step(runner, step, meta)
+        ckpt_filename = self.filename_tmpl.format(step)
+        final = self.file_backend.join_path(self.out_dir, ckpt_filename)
+        partial = partial_path(final)
+        runner.save_checkpoint(
+            self.out_dir,
+            osp.basename(partial),
+            self.file_client_args,
+            save_optimizer=self.save_optimizer,
+            save_param_scheduler=self.save_param_scheduler,
+            meta=meta,
+            by_epoch=self.by_epoch,
+            backend_args=self.backend_args,
+            **self.args)
+        self.last_ckpt = final
+        runner.message_hub.update_info('last_ckpt', final)
+
+        stale = None
+        if self.max_keep_ckpts > 0 and not (self.keep_ckpt_ids and
+                                            self.keep_ckpt_ids[-1] == step):
+            if len(self.keep_ckpt_ids) == self.max_keep_ckpts:
+                stale = self.keep_ckpt_ids.popleft()
+            self.keep_ckpt_ids.append(step)
+            runner.message_hub.update_info('keep_ckpt_ids',
+                                           list(self.keep_ckpt_ids))
+        if not is_main_process():
+            return
+        _fsync(partial)
+        os.replace(partial, final)
+        write_text_atomically(
+            osp.join(runner.work_dir, 'last_checkpoint'), final)
+        if stale is not None and stale != step:
+            old = self.file_backend.join_path(self.out_dir,
+                                              self.filename_tmpl.format(stale))
+            if self.file_backend.isfile(old):
+                self.file_backend.remove(old)
+
+
+@HOOKS.register_module()
+class RNGStateHook(Hook):
+    """Saves torch's RNG state (CPU and every CUDA device) in each checkpoint
+    and restores it when training resumes from that checkpoint.
+
+    mmengine re-seeds on resume and replays the data loader up to the resumed
+    iteration (which reproduces the numpy/python draws of the data
+    pipeline), but the model's own torch draws (drop path, dropout, RoI
+    sampling) would restart from the seed. The state is restored just before
+    the first resumed iteration, after that replay, so a deterministic run
+    continues with the losses of an uninterrupted one. Only rank 0's state is
+    saved; with mmengine's default ``diff_rank_seed=False`` every rank draws
+    the same.
+    """
+
+    priority = 'VERY_LOW'
+
+    def __init__(self):
+        self._pending: Optional[dict] = None
+        self._pending_iter: Optional[int] = None
+
+    def before_save_checkpoint(self, runner, checkpoint: dict) -> None:
+        state = dict(torch=torch.get_rng_state())
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            state['cuda'] = torch.cuda.get_rng_state_all()
+        checkpoint['rng_state'] = state
+
+    def after_load_checkpoint(self, runner, checkpoint: dict) -> None:
+        self._pending = checkpoint.get('rng_state')
+        self._pending_iter = checkpoint.get('meta', {}).get('iter')
+
+    def before_train_iter(self, runner, batch_idx, data_batch=None) -> None:
+        if self._pending is None:
+            return
+        # only a resume (iteration restored) continues the saved stream;
+        # `load_from` fine-tuning starts at iteration 0 with fresh draws
+        if runner.iter == self._pending_iter and runner.iter > 0:
+            torch.set_rng_state(self._pending['torch'])
+            if 'cuda' in self._pending and torch.cuda.is_available():
+                torch.cuda.set_rng_state_all(self._pending['cuda'])
+        self._pending = None
+
+
+@HOOKS.register_module()
+class FiniteLossHook(Hook):
+    """Stops training at the first NaN/Inf loss, naming the iteration and the
+    loss terms, before a checkpoint of the broken weights is written (the
+    checkpoint hook runs later in the same iteration)."""
+
+    priority = 'ABOVE_NORMAL'
+
+    def after_train_iter(self, runner, batch_idx, data_batch=None,
+                         outputs=None) -> None:
+        if not outputs:
+            return
+        bad = {
+            k: float(v)
+            for k, v in outputs.items()
+            if 'loss' in k and not math.isfinite(float(v))
+        }
+        if bad:
+            last = runner.message_hub.get_info('last_ckpt')
+            raise FloatingPointError(
+                f'iteration {runner.iter + 1}: non-finite loss {bad}. '
+                f'Last complete checkpoint: {last or "none yet"}. Lower the '
+                'learning rate, enable optim_wrapper.clip_grad, or check the '
+                'batch (NaN/Inf inputs, degenerate boxes).')
+
+
+@HOOKS.register_module()
+class RankMeanLossHook(Hook):
+    """Logs losses averaged over all ranks (mmengine logs rank 0's own), so a
+    run on N processes with batch b reports the loss of its global batch N*b.
+    Runs before mmengine's RuntimeInfoHook hands the values to the logger."""
+
+    priority = 'HIGHEST'
+
+    def after_train_iter(self, runner, batch_idx, data_batch=None,
+                         outputs=None) -> None:
+        if not outputs or get_world_size() == 1:
+            return
+        keys = sorted(outputs)
+        values = torch.stack(
+            [torch.as_tensor(outputs[k], dtype=torch.float64) for k in keys])
+        all_reduce(values, op='mean')
+        for key, value in zip(keys, values):
+            outputs[key] = value
+
+
+_HOOKS = ('RNGStateHook', 'FiniteLossHook', 'RankMeanLossHook')
+
+
+def fault_tolerant_training(cfg: Config) -> Config:
+    """What ``tools/train.py`` adds to a config: atomic checkpoints, RNG
+    state in checkpoints, a stop on non-finite losses, rank-mean logging."""
+    checkpoint = cfg.setdefault('default_hooks', {}).get('checkpoint')
+    if checkpoint is not None and checkpoint.get('type') in (
+            'CheckpointHook', 'mmengine.CheckpointHook'):
+        checkpoint['type'] = 'mmvisattn.AtomicCheckpointHook'
+    custom = list(cfg.get('custom_hooks') or [])
+    present = {str(h.get('type', '')).split('.')[-1] for h in custom}
+    custom += [
+        dict(type=f'mmvisattn.{name}') for name in _HOOKS
+        if name not in present
+    ]
+    cfg.custom_hooks = custom
+    return cfg

@@ -1,0 +1,273 @@
+"""Many processes through mmengine (torchrun + gloo on this CPU machine):
+lock-step ranks, rank-0-only outputs, gathered evaluation, a 2x1 run that
+tracks a 1x2 run, SyncBN that really synchronises, and the slurm script."""
+import os
+import os.path as osp
+import re
+import stat
+import subprocess
+import sys
+
+import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+from conftest import REPO
+from mmvisattn.utils.demo_data import generate_shapes
+
+HELPERS = osp.join(REPO, 'tests', 'helpers')
+SEG_DEMO = osp.join(REPO, 'configs', 'demo', 'upernet_swin-t_shapes-ade.py')
+ITERS = 4
+# Per-iteration losses of 2 processes x batch 1 (logged as the rank mean)
+# against 1 process x batch 2, same images in the same order, no random
+# augmentation, drop path or dropout, SyncBN: equal up to float summation
+# order, i.e. in the 4 decimals of mmengine's log (measured: identical for 4
+# iterations; final weight checksums 2.5e-6 apart).
+LOSS_ATOL = 1.5e-4
+
+
+def _env(**extra):
+    return dict(
+        os.environ,
+        OMP_NUM_THREADS='1',
+        MKL_NUM_THREADS='1',
+        PYTHONPATH=os.pathsep.join([REPO, HELPERS,
+                                    os.environ.get('PYTHONPATH', '')]),
+        PORT=str(29700 + os.getpid() % 200),
+        **extra)
+
+
+def run(cmd, env=None, timeout=900):
+    proc = subprocess.run(cmd, cwd=REPO, env=env or _env(), timeout=timeout,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True)
+    assert proc.returncode == 0, proc.stdout[-6000:]
+    return proc.stdout
+
+
+def small_seg_config(folder, data_root, batch_size, max_iters=ITERS,
+                     probe=True, drop_path=0.0, embed_dims=32, interval=2,
+                     max_keep=2, flip=False, name=None):
+    """UperNet on a narrow Swin at 64x64 with no random augmentation, drop
+    path or dropout, so that runs differing only in their process layout see the same
+    arithmetic."""
+    path = osp.join(folder, name or f'seg_b{batch_size}.py')
+    dims = [embed_dims * 2**i for i in range(4)]
+    flip_step = "\n    dict(type='RandomFlip', prob=0.5)," if flip else ''
+
+    imports = ['mmvisattn'] + (['dist_probe'] if probe else [])
+    with open(path, 'w') as f:
+        f.write(f'''
+_base_ = {SEG_DEMO!r}
+custom_imports = dict(imports={imports!r}, allow_failed_imports=False)
+crop_size = (64, 64)
+model = dict(
+    data_preprocessor=dict(size=crop_size),
+    backbone=dict(embed_dims={embed_dims}, depths=(1, 1, 2, 1),
+                  num_heads=(1, 2, 4, 8), drop_path_rate={drop_path}),
+    decode_head=dict(in_channels={dims}, channels=32, dropout_ratio=0.0),
+    auxiliary_head=dict(in_channels={dims[2]}, channels=16,
+                        dropout_ratio=0.0))
+pipeline = [
+    dict(type='LoadImageFromFile'),
+    dict(type='LoadAnnotations', reduce_zero_label=True),
+    dict(type='Resize', scale=crop_size, keep_ratio=False),{flip_step}
+    dict(type='PackSegInputs')
+]
+train_dataloader = dict(
+    batch_size={batch_size},
+    sampler=dict(type='InfiniteSampler', shuffle=False),
+    dataset=dict(data_root={data_root!r}, pipeline=pipeline))
+test_dataloader = dict(dataset=dict(data_root={data_root!r}, pipeline=pipeline))
+train_cfg = dict(max_iters={max_iters})
+param_scheduler = [dict(type='ConstantLR', factor=1.0, by_epoch=False)]
+default_hooks = dict(
+    logger=dict(interval=1),
+    checkpoint=dict(interval={interval}, max_keep_ckpts={max_keep}))
+custom_hooks = {"[dict(type='RankProbeHook')]" if probe else '[]'}
+randomness = dict(seed=0, deterministic=True)
+''')
+    return path
+
+
+def logged_losses(output):
+    """{iteration: loss} from mmengine's training log lines."""
+    return {
+        int(m.group(1)): float(m.group(2))
+        for m in re.finditer(
+            r'Iter\(train\) \[\s*(\d+)/\d+\].*?\sloss: ([\d.]+)', output)
+    }
+
+
+def probe(work_dir, rank):
+    with open(osp.join(work_dir, f'probe_rank{rank}.txt')) as f:
+        return [line.split() for line in f]
+
+
+@pytest.fixture(scope='module')
+def shapes(tmp_path_factory):
+    root = str(tmp_path_factory.mktemp('shapes'))
+    generate_shapes(root, num_train=8, num_val=3, size=(64, 64))
+    return osp.join(root, 'ade') + '/'
+
+
+@pytest.fixture(scope='module')
+def runs(shapes, tmp_path_factory):
+    """One 2-process run (batch 1 each) and one 1-process run (batch 2)."""
+    folder = str(tmp_path_factory.mktemp('dist'))
+    one = osp.join(folder, 'one')
+    two = osp.join(folder, 'two')
+    out_one = run([
+        sys.executable, 'tools/train.py',
+        small_seg_config(folder, shapes, 2), '--work-dir', one
+    ])
+    out_two = run([
+        'bash', 'tools/dist_train.sh',
+        small_seg_config(folder, shapes, 1), '2', '--work-dir', two
+    ])
+    return dict(folder=folder, one=one, two=two, out_one=out_one,
+                out_two=out_two)
+
+
+def test_ranks_step_in_lock_step_with_equal_weights(runs):
+    assert 'distributed over gloo with 2 CPU processes' in runs['out_two']
+    rank0, rank1 = probe(runs['two'], 0), probe(runs['two'], 1)
+    assert [r[0] for r in rank0] == [str(i) for i in range(1, ITERS + 1)]
+    # DDP: after every step both replicas hold bit-identical weights
+    assert rank0 == rank1
+
+
+def test_only_rank_zero_writes_checkpoints_and_logs(runs):
+    two = runs['two']
+    assert sorted(f for f in os.listdir(two) if f.endswith('.pth')) == \
+        ['iter_2.pth', 'iter_4.pth']
+    logs = [
+        osp.join(d, f) for d, _, files in os.walk(two) for f in files
+        if f.endswith('.log')
+    ]
+    assert len(logs) == 1, logs
+    # every training line is printed once (by rank 0), not once per rank
+    assert len(re.findall(r'Iter\(train\) \[\s*1/', runs['out_two'])) == 1
+
+
+def test_two_processes_track_one_process(runs):
+    """2 x batch 1 with SyncBN and rank-mean logging vs 1 x batch 2."""
+    one, two = logged_losses(runs['out_one']), logged_losses(runs['out_two'])
+    assert sorted(one) == sorted(two) == list(range(1, ITERS + 1))
+    print('losses 1x2:', one, '2x1:', two)
+    for it in one:
+        assert two[it] == pytest.approx(one[it], abs=LOSS_ATOL), (it, one, two)
+    # and the weights after the last step (rank 0's checksum vs 1 process)
+    final_one = float(probe(runs['one'], 0)[-1][1])
+    final_two = float(probe(runs['two'], 0)[-1][1])
+    print('weight checksums 1x2 / 2x1:', final_one, final_two)
+    assert final_two == pytest.approx(final_one, rel=1e-5)
+
+
+def test_syncbn_synchronises_under_ddp_and_is_bn_in_one_process(runs):
+    # UperNet's pooling branch normalises 1x1 maps: with batch 1 per process
+    # only a synchronised BN has 2 values per channel (plain BN raises)
+    assert 'SyncBN synchronised over the group' in runs['out_two']
+    assert re.search(r'SyncBatchNorm.*reverted to BatchNormXd',
+                     runs['out_one']), runs['out_one'][-3000:]
+
+
+def test_gathered_evaluation_equals_single_process(runs, shapes):
+    config = small_seg_config(runs['folder'], shapes, 1)
+    ckpt = osp.join(runs['two'], 'iter_4.pth')
+    single = run([
+        sys.executable, 'tools/test.py', config, ckpt, '--work-dir',
+        osp.join(runs['folder'], 'test1')
+    ])
+    double = run([
+        'bash', 'tools/dist_test.sh', config, ckpt, '2', '--work-dir',
+        osp.join(runs['folder'], 'test2')
+    ])
+
+    def metrics(out):
+        found = re.findall(r'(aAcc|mIoU|mAcc): ([\d.]+)', out)
+        assert found, out[-3000:]
+        return dict(found)
+
+    assert metrics(double) == metrics(single)
+    # 3 images on 2 ranks: mmengine pads the sampler and drops the padding
+    assert re.search(r'Iter\(test\) \[2/2\]', double)
+    assert re.search(r'Iter\(test\) \[3/3\]', single)
+
+
+def _sync_bn_worker(rank, init_file, x, out_dir):
+    from mmvisattn.utils.cpu_distributed import CPUSyncBatchNorm
+    dist.init_process_group('gloo', init_method=f'file://{init_file}',
+                            rank=rank, world_size=2)
+    torch.manual_seed(0)
+    bn = CPUSyncBatchNorm(3, momentum=0.3)
+    with torch.no_grad():
+        bn.weight.copy_(torch.tensor([1.0, 2.0, 0.5]))
+        bn.bias.copy_(torch.tensor([0.1, -0.2, 0.3]))
+    part = x[rank:rank + 1].clone().requires_grad_()
+    y = bn(part)
+    (y * torch.arange(y.numel()).view_as(y).sin()).sum().backward()
+    dist.all_reduce(bn.weight.grad)
+    dist.all_reduce(bn.bias.grad)
+    torch.save(
+        dict(y=y.detach(), gx=part.grad, gw=bn.weight.grad,
+             gb=bn.bias.grad, mean=bn.running_mean, var=bn.running_var),
+        osp.join(out_dir, f'rank{rank}.pt'))
+    dist.destroy_process_group()
+
+
+def test_cpu_sync_batchnorm_equals_batchnorm_of_the_global_batch(tmp_path):
+    torch.manual_seed(1)
+    x = torch.randn(2, 3, 4, 5) * 3 + 1
+    mp.spawn(_sync_bn_worker, args=(str(tmp_path / 'init'), x,
+                                    str(tmp_path)), nprocs=2)
+    bn = torch.nn.BatchNorm2d(3, momentum=0.3)
+    with torch.no_grad():
+        bn.weight.copy_(torch.tensor([1.0, 2.0, 0.5]))
+        bn.bias.copy_(torch.tensor([0.1, -0.2, 0.3]))
+    full = x.clone().requires_grad_()
+    y = bn(full)
+    weights = torch.cat([torch.arange(y[:1].numel()).view_as(y[:1]).sin()] *
+                        2)
+    (y * weights).sum().backward()
+    parts = [torch.load(tmp_path / f'rank{r}.pt') for r in range(2)]
+    for r, p in enumerate(parts):
+        torch.testing.assert_close(p['y'], y[r:r + 1].detach())
+        torch.testing.assert_close(p['gx'], full.grad[r:r + 1],
+                                   rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(p['gw'], bn.weight.grad)
+        torch.testing.assert_close(p['gb'], bn.bias.grad)
+        torch.testing.assert_close(p['mean'], bn.running_mean)
+        torch.testing.assert_close(p['var'], bn.running_var)
+
+
+def test_slurm_train_script_on_cpu_tasks(shapes, tmp_path):
+    """tools/slurm_train.sh with an `srun` stand-in that starts the tasks on
+    this node with SLURM's variables, as srun does (no scheduler here)."""
+    bin_dir = tmp_path / 'bin'
+    bin_dir.mkdir()
+    srun = bin_dir / 'srun'
+    srun.write_text('''#!/usr/bin/env bash
+# one node: start --ntasks copies of the command with SLURM_* set
+while [[ "$1" == -* ]]; do
+  case "$1" in --ntasks=*) N="${1#--ntasks=}";; -p) shift;; esac; shift
+done
+pids=()
+for ((i = 0; i < N; i++)); do
+  SLURM_PROCID=$i SLURM_LOCALID=$i SLURM_NTASKS=$N SLURM_NODELIST=127.0.0.1 \\
+    "$@" & pids+=($!)
+done
+rc=0; for p in "${pids[@]}"; do wait $p || rc=1; done; exit $rc
+''')
+    srun.chmod(srun.stat().st_mode | stat.S_IEXEC)
+    config = small_seg_config(str(tmp_path), shapes, 1, max_iters=2,
+                              probe=False)
+    work = str(tmp_path / 'work')
+    env = _env(GPUS='2', GPUS_PER_NODE='0', CPUS_PER_TASK='1',
+               PATH=f'{bin_dir}{os.pathsep}{os.environ["PATH"]}')
+    env['MASTER_PORT'] = env.pop('PORT')
+    out = run(['bash', 'tools/slurm_train.sh', 'cpu', 'job', config, work],
+              env=env)
+    assert 'distributed over gloo with 2 CPU processes' in out
+    assert osp.isfile(osp.join(work, 'iter_2.pth'))

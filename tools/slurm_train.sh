@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Usage: [GPUS=8 GPUS_PER_NODE=8 CPUS_PER_TASK=5 SRUN_ARGS=...] \
+#        tools/slurm_train.sh PARTITION JOB_NAME CONFIG WORK_DIR [train.py options]
+# One task per process; tools/train.py --launcher slurm reads SLURM_PROCID /
+# SLURM_NTASKS. GPUS_PER_NODE=0 runs on CPU nodes (gloo).
+set -x
+PARTITION=$1
+JOB_NAME=$2
+CONFIG=$3
+WORK_DIR=$4
+GPUS=${GPUS:-8}
+GPUS_PER_NODE=${GPUS_PER_NODE:-8}
+CPUS_PER_TASK=${CPUS_PER_TASK:-5}
+SRUN_ARGS=${SRUN_ARGS:-""}
+PY_ARGS=${@:5}
+GRES=""
+[ "$GPUS_PER_NODE" -gt 0 ] && GRES="--gres=gpu:${GPUS_PER_NODE}" && \
+    PER_NODE="--ntasks-per-node=${GPUS_PER_NODE}"
+
+PYTHONPATH="$(dirname "$0")/..":${PYTHONPATH:-} \
+srun -p ${PARTITION} \
+    --job-name=${JOB_NAME} \
+    ${GRES} \
+    --ntasks=${GPUS} \
+    ${PER_NODE:-} \
+    --cpus-per-task=${CPUS_PER_TASK} \
+    --kill-on-bad-exit=1 \
+    ${SRUN_ARGS} \
+    python -u "$(dirname "$0")/train.py" ${CONFIG} --work-dir=${WORK_DIR} \
+    --launcher="slurm" ${PY_ARGS}
