@@ -14,6 +14,7 @@ from mmengine.config import Config
 from mmengine.runner import Runner
 
 import mmvisattn  # noqa: F401
+from mmvisattn.datasets.checks import check_dataloader_files
 from mmvisattn.engine.checkpoint import (CheckpointError, read_checkpoint,
                                          verify_checkpoint)
 from mmvisattn.utils.tools import parse_tool_args, prepare_config
@@ -72,6 +73,7 @@ def run(args):
         args.cfg_options, args.launcher)
     if args.tta:
         apply_tta(cfg, args.config)
+    check_dataloader_files(cfg, 'test_dataloader', training=False)
     cfg.load_from = args.checkpoint
     cfg.resume = False
     if args.out:

@@ -20,6 +20,7 @@ from mmengine.registry import RUNNERS
 from mmengine.runner import Runner
 
 import mmvisattn  # noqa: F401  (registry, `mmvisattn::` configs, safe loading)
+from mmvisattn.datasets.checks import check_dataloader_files
 from mmvisattn.engine import fault_tolerant_training
 from mmvisattn.engine.checkpoint import (latest_complete_checkpoint,
                                          remove_partials)
@@ -64,6 +65,9 @@ def main():
             raise KeyError('--auto-scale-lr needs `auto_scale_lr = dict('
                            'base_batch_size=...)` in the config')
         cfg.auto_scale_lr.enable = True
+    check_dataloader_files(cfg, 'train_dataloader', training=True)
+    if cfg.get('val_cfg'):
+        check_dataloader_files(cfg, 'val_dataloader', training=False)
     fault_tolerant_training(cfg)
     if args.resume == 'auto':
         latest, partials = latest_complete_checkpoint(cfg.work_dir)
