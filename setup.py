@@ -27,8 +27,9 @@ def parse_requirements(fname):
 def mim_files():
     """Configs and the model index ship inside the package (OpenMMLab .mim)."""
     files = []
-    for root, _, names in os.walk(osp.join(HERE, 'mmvisattn', '.mim'),
-                                  followlinks=True):
+    for root, dirs, names in os.walk(osp.join(HERE, 'mmvisattn', '.mim'),
+                                     followlinks=True):
+        dirs[:] = [d for d in dirs if d != '__pycache__']
         for name in names:
             files.append(
                 osp.relpath(osp.join(root, name), osp.join(HERE, 'mmvisattn')))

@@ -132,6 +132,7 @@ def runs(shapes, tmp_path_factory):
 
 def test_ranks_step_in_lock_step_with_equal_weights(runs):
     assert 'distributed over gloo with 2 CPU processes' in runs['out_two']
+    assert re.search(r'Iter\(train\) \[\s*1/4\].* eta: ', runs['out_two'])
     rank0, rank1 = probe(runs['two'], 0), probe(runs['two'], 1)
     assert [r[0] for r in rank0] == [str(i) for i in range(1, ITERS + 1)]
     # DDP: after every step both replicas hold bit-identical weights
@@ -191,6 +192,8 @@ def test_gathered_evaluation_equals_single_process(runs, shapes):
         return dict(found)
 
     assert metrics(double) == metrics(single)
+    # mmseg's per-class table, printed once
+    assert len(re.findall(r'\|\s+square\s+\|', double)) == 1
     # 3 images on 2 ranks: mmengine pads the sampler and drops the padding
     assert re.search(r'Iter\(test\) \[2/2\]', double)
     assert re.search(r'Iter\(test\) \[3/3\]', single)

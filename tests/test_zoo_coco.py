@@ -247,15 +247,10 @@ def test_zoo_list_is_complete():
 
 
 def test_metafile_has_every_zoo_config():
+    # format, names and paths of every metafile: tests/test_metafiles.py
     with open(osp.join(ZOO_DIR, 'metafile.yml')) as f:
         meta = yaml.safe_load(f)
     entries = {m['Config']: m for m in meta['Models']}
-    for entry in entries.values():
-        assert osp.isfile(osp.join(REPO, entry['Config'])), entry['Config']
-        assert entry['Name'] == osp.splitext(
-            osp.basename(entry['Config']))[0]
-        assert entry['In Collection'] in {
-            c['Name'] for c in meta['Collections']}
     for name in ZOO_CONFIGS:
         entry = entries.get(f'configs/swin/{name}')
         assert entry is not None, f'{name} has no metafile.yml entry'
