@@ -1,5 +1,5 @@
 """Pure tensor functions shared by every backbone: windows, masks, attention."""
-from .attention import window_attention
+from .attention import window_attention, window_attention_weights
 from .linear import fast_linear
 from .masks import MASK_VALUE, padding_key_mask, shifted_window_mask
 from .performer import orthogonal_random_features, performer_attention
@@ -18,7 +18,7 @@ __all__ = [
     'window_partition', 'window_reverse', 'pad_to_multiple', 'window_layout',
     'WindowLayout', 'SHIFT_MODES', 'shifted_window_mask', 'padding_key_mask',
     'MASK_VALUE', 'relative_position_index', 'resize_relative_position_table',
-    'window_attention', 'sliding_relative_index',
+    'window_attention', 'window_attention_weights', 'sliding_relative_index',
     'sliding_window_attention_naive', 'sliding_window_attention_blocked',
     'orthogonal_random_features', 'performer_attention', 'fast_linear',
     'reconstructed_window_attention', 'reweighted_window_attention',

@@ -63,6 +63,34 @@ def window_attention(q: torch.Tensor,
         B, nW, heads, N, d)
 
 
+def window_attention_weights(q: torch.Tensor,
+                             k: torch.Tensor,
+                             bias: Optional[torch.Tensor] = None,
+                             mask: Optional[torch.Tensor] = None,
+                             scale: Optional[float] = None,
+                             use_content: bool = True) -> torch.Tensor:
+    """The probabilities :func:`window_attention` applies to ``v``,
+    softmax(q k^T * scale + bias + mask), spelled out: the fused kernel never
+    returns them, and analysis tools need them.
+
+    Takes :func:`window_attention`'s ``q``, ``k``, ``bias``, ``mask``,
+    ``scale`` and ``use_content``; returns (B, num_windows, heads, N, N),
+    each row summing to 1 (a masked key gets about exp(MASK_VALUE),
+    below 1e-43).
+    """
+    B, nW, heads, N, d = q.shape
+    if use_content:
+        scale = d**-0.5 if scale is None else scale
+        logits = (q * scale) @ k.transpose(-2, -1)
+    else:  # the same weights whatever q and k: broadcast
+        logits = torch.zeros(1, 1, 1, N, N, dtype=q.dtype, device=q.device)
+    if bias is not None:
+        logits = logits + bias.to(q.dtype)
+    if mask is not None:
+        logits = logits + mask.to(q.dtype)[None, :, None]
+    return logits.softmax(-1).expand(B, nW, heads, N, N)
+
+
 def _attend(q, k, v, attn_mask, dropout_p, scale):
     if attn_mask is not None and attn_mask.requires_grad:
         # A learned bias needs its gradient, which the fused CPU kernels do
