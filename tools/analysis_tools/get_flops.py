@@ -6,7 +6,9 @@
         [--cfg-options k=v ...]
     # the paper's Table 2 and 3 figures for every zoo config that exists
     python tools/analysis_tools/get_flops.py --table [--config-dir DIR]
-    # a Swin classifier (Table 1): Swin-T 28.3M / 4.5G at 224
+    # the ImageNet classifiers of Table 1 and the TNT paper (configs)
+    python tools/analysis_tools/get_flops.py --table1
+    # a Swin classifier without a config: Swin-T 28.3M / 4.5G at 224
     python tools/analysis_tools/get_flops.py --arch tiny --shape 224 224
 
 FLOPs are multiply-adds (1 MAC = 1 FLOP). ``--shape H W`` is the input
@@ -14,7 +16,7 @@ height and width. Defaults: detectors 800 1280, the paper's "1280x800"
 (mmdet 2.x's tool actually fed a 1280-high, 800-wide tensor; the counts of
 these models are identical either way); segmentors H 4H for a config with
 H x H crops (Table 3: 512 2048, and 640 2560 for the 640x640 models);
-classifiers 224 224.
+classifiers the test pipeline's crop (224, or 384 for the 384px configs).
 
 Detectors and segmentors are counted as the paper's figures were, with
 mmdet 2.x / mmseg 0.x's get_flops: the ``forward_dummy`` of those versions
@@ -83,6 +85,25 @@ ZOO: List[Tuple[str, Optional[float], Optional[float]]] = [
 ]
 
 
+# Swin paper Table 1 and TNT paper Table 2 (ImageNet-1K classifiers, 1000
+# classes): config under configs/ -> (params M, FLOPs G) at its input size.
+# The 22K pre-training configs (21841-class heads) are counted, not compared.
+TABLE1: List[Tuple[str, Optional[float], Optional[float]]] = [
+    ('swin/swin-t-p4-w7_16xb64_300e_in1k.py', 28, 4.5),
+    ('swin/swin-s-p4-w7_16xb64_300e_in1k.py', 50, 8.7),
+    ('swin/swin-b-p4-w7_16xb64_300e_in1k.py', 88, 15.4),
+    ('swin/swin-b-p4-w12_16xb64_30e_in1k-384px.py', 88, 47.0),
+    ('swin/swin-b-p4-w7_in22k-pre_16xb64_30e_in1k.py', 88, 15.4),
+    ('swin/swin-b-p4-w12_in22k-pre_16xb64_30e_in1k-384px.py', 88, 47.0),
+    ('swin/swin-l-p4-w7_in22k-pre_16xb64_30e_in1k.py', 197, 34.5),
+    ('swin/swin-l-p4-w12_in22k-pre_16xb64_30e_in1k-384px.py', 197, 103.9),
+    ('swin/swin-*_64xb64_90e_in22k.py', None, None),
+    ('tnt/tnt-s-p16_16xb64_300e_in1k.py', 23.8, 5.2),
+    ('tnt/tnt-b-p16_16xb64_300e_in1k.py', 65.6, 14.1),
+    ('rswatt/rswatt-t_16xb64_300e_in1k.py', None, None),
+]
+
+
 def _strip_pretrained(node):
     """``init_cfg=None`` wherever weights would be loaded, ``pretrained``
     keys dropped: building the model never touches the network."""
@@ -129,6 +150,19 @@ def build_model(cfg: Config):
         return registry.build(model_cfg), scope
 
 
+def classification_shape(cfg: Config) -> Tuple[int, int]:
+    """The classifier's evaluation input: the test pipeline's crop or
+    resize (224, or 384 for the 384px configs)."""
+    for step in cfg.get('test_dataloader', {}).get('dataset', {}).get(
+            'pipeline', []):
+        size = step.get('crop_size') if step['type'] == 'CenterCrop' \
+            else step.get('scale') if step['type'] == 'Resize' else None
+        if size:
+            size = size if isinstance(size, (list, tuple)) else (size, size)
+            return tuple(size)
+    return (224, 224)
+
+
 def segmentation_shape(cfg: Config) -> Tuple[int, int]:
     """The paper's segmentation input: 512x2048 for 512x512 crops, and in
     general H x 4H for HxH crops (640x2560 for the 640x640 models of Table
@@ -148,8 +182,9 @@ def count_config(path: str,
     cfg = load_config(path, cfg_options)
     model, scope = build_model(cfg)
     if shape is None:
-        shape = dict(mmseg=segmentation_shape(cfg),
-                     mmpretrain=(224, 224)).get(scope, DETECTION_SHAPE)
+        shape = segmentation_shape(cfg) if scope == 'mmseg' else \
+            classification_shape(cfg) if scope == 'mmpretrain' else \
+            DETECTION_SHAPE
     with DefaultScope.overwrite_default_scope(scope):
         result = model_complexity(model, (3, *shape), convention)
     result.update(shape=tuple(shape), scope=scope)
@@ -182,10 +217,10 @@ def print_result(name: str, result: Dict, breakdown: Optional[int] = None):
         print(_fmt_breakdown(result, breakdown))
 
 
-def find_zoo_configs(config_dir: str) -> List[tuple]:
+def find_zoo_configs(config_dir: str, zoo=ZOO) -> List[tuple]:
     """(pattern, path or None, paper params M, paper FLOPs G) per entry."""
     rows = []
-    for pattern, params, flops in ZOO:
+    for pattern, params, flops in zoo:
         paths = sorted(glob.glob(osp.join(config_dir, pattern)))
         if not paths:
             rows.append((pattern, None, params, flops))
@@ -194,16 +229,17 @@ def find_zoo_configs(config_dir: str) -> List[tuple]:
 
 
 def run_table(config_dir: str, shape: Optional[Sequence[int]],
-              convention: str):
+              convention: str, zoo=ZOO,
+              title: str = 'Swin paper Tables 2 and 3 (detectors at '
+              '1280x800, segmentors at 4H x H for H x H crops)'):
     header = (f'{"config":<74} {"input WxH":>10} '
               f'{"params(M) ours/paper":>21} {"diff":>6}  '
               f'{"FLOPs(G) ours/paper":>21} {"diff":>6}')
-    print('Swin paper Tables 2 and 3 (detectors at 1280x800, segmentors at '
-          f'4H x H for H x H crops), convention {convention}')
+    print(f'{title}, convention {convention}')
     print(header)
     print('-' * len(header))
     worst = []
-    for pattern, path, p_params, p_flops in find_zoo_configs(config_dir):
+    for pattern, path, p_params, p_flops in find_zoo_configs(config_dir, zoo):
         if path is None:
             print(f'{pattern:<74} (no such config yet: skipped)')
             continue
@@ -217,7 +253,7 @@ def run_table(config_dir: str, shape: Optional[Sequence[int]],
         dp, df = params / p_params - 1, flops / p_flops - 1
         worst.append((max(abs(dp), abs(df)), osp.basename(path)))
         print(f'{osp.basename(path):<74} {size:>10} {params:9.1f} /'
-              f'{p_params:6.0f}    {dp:+6.1%}  {flops:9.1f} /{p_flops:6.0f}'
+              f'{p_params:6g}    {dp:+6.1%}  {flops:9.1f} /{p_flops:6g}'
               f'    {df:+6.1%}', flush=True)
     if worst:
         diff, name = max(worst)
@@ -266,9 +302,12 @@ def parse_args(argv=None):
     parser.add_argument('--table', action='store_true',
                         help='count every zoo config of the paper\'s Tables '
                         '2 and 3 against its published figures')
-    parser.add_argument('--config-dir', default=osp.join(REPO, 'configs',
-                                                         'swin'),
-                        help='where --table looks for the zoo configs')
+    parser.add_argument('--table1', action='store_true',
+                        help='count the ImageNet classifier configs against '
+                        'the Swin paper\'s Table 1 and the TNT paper')
+    parser.add_argument('--config-dir', default=None,
+                        help='where --table (default configs/swin) or '
+                        '--table1 (default configs) looks for the configs')
     parser.add_argument('--cfg-options', nargs='+', action=DictAction,
                         help='override config entries')
     cls = parser.add_argument_group('classifier mode (Table 1)')
@@ -277,11 +316,14 @@ def parse_args(argv=None):
     cls.add_argument('--window-size', type=int, default=7)
     cls.add_argument('--num-classes', type=int, default=1000)
     args = parser.parse_args(argv)
-    modes = sum([args.config is not None, args.arch is not None, args.table])
+    modes = sum([
+        args.config is not None, args.arch is not None, args.table,
+        args.table1
+    ])
     if modes == 0:
         args.arch = 'tiny'  # the tool's original behaviour
     elif modes > 1:
-        parser.error('give one of CONFIG, --arch, --table')
+        parser.error('give one of CONFIG, --arch, --table, --table1')
     return args
 
 
@@ -290,8 +332,14 @@ def main(argv=None):
     if args.arch is not None:
         run_classifier(args)
     elif args.table:
-        run_table(args.config_dir, tuple(args.shape) if args.shape else None,
-                  args.convention)
+        run_table(args.config_dir or osp.join(REPO, 'configs', 'swin'),
+                  tuple(args.shape) if args.shape else None, args.convention)
+    elif args.table1:
+        run_table(
+            args.config_dir or osp.join(REPO, 'configs'),
+            tuple(args.shape) if args.shape else None, args.convention,
+            TABLE1, 'Swin paper Table 1 and TNT paper (ImageNet classifiers '
+            'at their test input)')
     else:
         result = count_config(args.config, args.shape, args.convention,
                               args.cfg_options)

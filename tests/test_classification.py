@@ -1,0 +1,214 @@
+"""ImageNet classification through mmpretrain with our backbones: the
+recipes (Swin paper Table 1, TNT paper), params/FLOPs, a short real run on
+hymenoptera_mini through tools/train.py + tools/test.py, and the classifier
+checkpoint initialising a detector's backbone."""
+import os.path as osp
+import re
+
+import pytest
+import torch
+from mmengine.config import Config
+
+from conftest import REPO, load_tool, run_tools, shared_dataset
+
+CONFIGS = osp.join(REPO, 'configs')
+RUNS = {
+    'swin-t': 'swin/swin-t-p4-w7_16xb64_300e_in1k.py',
+    'tnt-s': 'tnt/tnt-s-p16_16xb64_300e_in1k.py',
+    'rswatt-t': 'rswatt/rswatt-t_16xb64_300e_in1k.py',
+}
+CASCADE_SWIN_T = osp.join(
+    CONFIGS, 'swin',
+    'cascade-mask-rcnn_swin-t-p4-w7_fpn_giou-4conv1f_ms-crop-3x_coco.py')
+
+
+def cfg(rel):
+    return Config.fromfile(osp.join(CONFIGS, rel))
+
+
+def test_swin_recipes_follow_the_paper():
+    """Section 4.1 of the Swin paper, per config."""
+    t = cfg('swin/swin-t-p4-w7_16xb64_300e_in1k.py')
+    assert t.default_scope == 'mmpretrain'
+    assert t.model.backbone.type == 'mmvisattn.SwinTransformer'
+    assert t.train_cfg.max_epochs == 300
+    assert t.optim_wrapper.optimizer.type == 'AdamW'
+    assert t.optim_wrapper.optimizer.lr == 1e-3
+    assert t.optim_wrapper.optimizer.weight_decay == 0.05
+    assert t.auto_scale_lr.base_batch_size == 1024 == \
+        16 * t.train_dataloader.batch_size
+    warm, cos = t.param_scheduler
+    assert (warm.type, warm.end, cos.type) == ('LinearLR', 20,
+                                                'CosineAnnealingLR')
+    steps = [s.type for s in t.train_dataloader.dataset.pipeline]
+    assert 'RandAugment' in steps and 'RandomErasing' in steps
+    assert [a.type for a in t.model.train_cfg.augments] == ['Mixup', 'CutMix']
+    assert t.model.head.loss.type == 'LabelSmoothLoss'
+    assert t.train_dataloader.sampler.type == 'DefaultSampler'  # no repeat
+    assert 'ema' not in str(t.get('custom_hooks', [])).lower()
+    assert t.train_dataloader.dataset.data_root == 'data/imagenet'
+    for arch, dp in (('small', 0.3), ('base', 0.5)):
+        c = cfg(f'swin/swin-{arch[0]}-p4-w7_16xb64_300e_in1k.py')
+        assert (c.model.backbone.arch, c.model.backbone.drop_path_rate) == \
+            (arch, dp)
+    assert t.model.backbone.drop_path_rate == 0.2
+
+    pre = cfg('swin/swin-l-p4-w7_64xb64_90e_in22k.py')
+    assert pre.train_cfg.max_epochs == 90
+    assert pre.optim_wrapper.optimizer.weight_decay == 0.01
+    assert pre.auto_scale_lr.base_batch_size == 4096 == \
+        64 * pre.train_dataloader.batch_size
+    assert pre.model.head.num_classes == 21841
+    warm, decay = pre.param_scheduler
+    assert (warm.end, decay.type, decay.end_factor) == (5, 'LinearLR', 0.0)
+
+    for rel, window, size in [
+        ('swin/swin-b-p4-w7_in22k-pre_16xb64_30e_in1k.py', 7, 224),
+        ('swin/swin-b-p4-w12_in22k-pre_16xb64_30e_in1k-384px.py', 12, 384),
+        ('swin/swin-l-p4-w12_in22k-pre_16xb64_30e_in1k-384px.py', 12, 384),
+        ('swin/swin-b-p4-w12_16xb64_30e_in1k-384px.py', 12, 384),
+    ]:
+        c = cfg(rel)
+        assert c.train_cfg.max_epochs == 30
+        assert c.optim_wrapper.optimizer.lr == 1e-5
+        assert c.optim_wrapper.optimizer.weight_decay == 1e-8
+        assert [s.type for s in c.param_scheduler] == ['ConstantLR']
+        assert c.model.backbone.get('window_size', 7) == window
+        assert c.model.backbone.init_cfg.prefix == 'backbone.'
+        crop = [s for s in c.train_dataloader.dataset.pipeline
+                if s.type == 'RandomResizedCrop'][0]
+        assert crop.scale == size
+
+
+def test_tnt_and_rswatt_recipes():
+    s = cfg('tnt/tnt-s-p16_16xb64_300e_in1k.py')
+    assert s.model.backbone.type == 'mmvisattn.TNT'
+    assert s.model.backbone.out_type == 'cls_token'
+    assert s.model.backbone.drop_path_rate == 0.1
+    assert s.train_dataloader.sampler.type == 'RepeatAugSampler'
+    assert s.param_scheduler[0].end == 5
+    assert s.data_preprocessor.mean == [127.5] * 3
+    b = cfg('tnt/tnt-b-p16_16xb64_300e_in1k.py')
+    assert (b.model.backbone.arch, b.model.head.in_channels) == ('base', 640)
+    r = cfg('rswatt/rswatt-t_16xb64_300e_in1k.py')
+    assert r.model.backbone.type == 'mmvisattn.RSWAttTransformer'
+    assert r.train_cfg.max_epochs == 300
+
+
+@pytest.mark.parametrize('rel,params,flops', [
+    ('swin/swin-t-p4-w7_16xb64_300e_in1k.py', 28.29, 4.5),
+    ('swin/swin-b-p4-w12_16xb64_30e_in1k-384px.py', 87.9, 47.1),
+    ('tnt/tnt-s-p16_16xb64_300e_in1k.py', 23.77, 5.2),
+])
+def test_params_and_flops_at_the_test_input(rel, params, flops):
+    """The full Table 1 comparison is `get_flops.py --table1` (README); here
+    a 224 Swin, the 384 window-12 Swin and TNT-S, pinned."""
+    get_flops = load_tool('tools/analysis_tools/get_flops.py')
+    r = get_flops.count_config(osp.join(CONFIGS, rel))
+    assert r['params'] / 1e6 == pytest.approx(params, abs=0.01)
+    assert r['flops'] / 1e9 == pytest.approx(flops, abs=0.05)
+
+
+def hymenoptera_config(folder, rel, root, size=112):
+    """The config's recipe (augmentation, mixup/cutmix, optimizer) on the
+    2-class ImageFolder data, at a CPU-sized crop."""
+    path = osp.join(folder, osp.basename(rel))
+    with open(path, 'w') as f:
+        f.write(f'''
+_base_ = {osp.join(CONFIGS, rel)!r}
+data_preprocessor = dict(num_classes=2)
+model = dict(head=dict(num_classes=2))
+train_pipeline = [
+    dict(step, scale={size}) if step['type'] == 'RandomResizedCrop' else step
+    for step in _base_.train_pipeline
+]
+test_pipeline = [
+    dict(type='LoadImageFromFile'),
+    dict(type='ResizeEdge', scale={size * 8 // 7}, edge='short',
+         backend='pillow', interpolation='bicubic'),
+    dict(type='CenterCrop', crop_size={size}),
+    dict(type='PackInputs'),
+]
+# ImageFolder layout: class folders under train/ and val/
+train_dataloader = dict(
+    batch_size=8, num_workers=0, persistent_workers=False,
+    dataset=dict(_delete_=True, type='CustomDataset', data_root={root!r},
+                 data_prefix='train', pipeline=train_pipeline))
+val_dataloader = dict(
+    batch_size=8, num_workers=0, persistent_workers=False,
+    dataset=dict(_delete_=True, type='CustomDataset', data_root={root!r},
+                 data_prefix='val', pipeline=test_pipeline))
+test_dataloader = val_dataloader
+val_evaluator = dict(type='Accuracy', topk=(1, ))
+test_evaluator = val_evaluator
+train_cfg = dict(max_epochs=1, val_interval=1)
+# the recipe's warm-up + cosine, squeezed into the one epoch
+param_scheduler = [
+    dict(type='LinearLR', start_factor=0.1, by_epoch=True, begin=0, end=0.5,
+         convert_to_iter_based=True),
+    dict(type='CosineAnnealingLR', eta_min=1e-5, by_epoch=True, begin=0.5,
+         end=1, convert_to_iter_based=True)
+]
+default_hooks = dict(logger=dict(interval=1))
+randomness = dict(seed=0)
+''')
+    return path
+
+
+@pytest.fixture(scope='module')
+def trained(tmp_path_factory):
+    root = shared_dataset('hymenoptera_mini')
+    folder = str(tmp_path_factory.mktemp('cls'))
+    commands, results = [], {}
+    for name, rel in RUNS.items():
+        config = hymenoptera_config(folder, rel, root)
+        work = osp.join(folder, name)
+        commands += [['tools/train.py', config, '--work-dir', work],
+                     ['tools/test.py', config,
+                      osp.join(work, 'epoch_1.pth'), '--work-dir', work]]
+        results[name] = osp.join(work, 'epoch_1.pth')
+    outputs = run_tools(*commands)
+    return results, dict(zip(RUNS, outputs[1::2])), \
+        dict(zip(RUNS, outputs[0::2]))
+
+
+@pytest.mark.parametrize('name', sorted(RUNS))
+def test_hymenoptera_train_then_test_prints_top1(trained, name):
+    ckpts, tests, trains = trained
+    # one epoch of 50 images in batches of 8, then validation on 30
+    assert re.search(r'Epoch\(train\)\s+\[1\]\[7/7\]', trains[name])
+    assert re.search(r'Epoch\(val\) \[1\]\[4/4\]\s+accuracy/top1: [\d.]+',
+                     trains[name]), trains[name][-3000:]
+    top1 = re.search(r'Epoch\(test\) \[4/4\]\s+accuracy/top1: ([\d.]+)',
+                     tests[name])
+    assert top1, tests[name][-3000:]
+    assert 0.0 <= float(top1.group(1)) <= 100.0
+    print(f'{name}: top-1 {top1.group(1)} on hymenoptera_mini val')
+
+
+def test_swin_classifier_checkpoint_initialises_cascade_backbone(trained):
+    """Classification weights go into the detector with the config's
+    Pretrained init (prefix ``backbone.``), no conversion: every backbone
+    tensor comes from the checkpoint except the output norms of stages 1-3,
+    which only a pyramid has (the classifier normalises stage 4 alone)."""
+    from mmdet.registry import MODELS
+    from mmdet.utils import register_all_modules
+    register_all_modules(init_default_scope=False)
+    ckpt_path = trained[0]['swin-t']
+    config = Config.fromfile(CASCADE_SWIN_T)
+    config.model.backbone.init_cfg = dict(
+        type='Pretrained', checkpoint=ckpt_path, prefix='backbone.')
+    detector = MODELS.build(config.model)
+    detector.init_weights()
+    source = {
+        k[len('backbone.'):]: v
+        for k, v in torch.load(ckpt_path)['state_dict'].items()
+        if k.startswith('backbone.')
+    }
+    own = detector.backbone.state_dict()
+    missing = sorted(set(own) - set(source))
+    assert missing == [f'norm{i}.{p}' for i in range(3)
+                       for p in ('bias', 'weight')]
+    assert not set(source) - set(own)  # nothing of the classifier dropped
+    for key, value in source.items():
+        assert torch.equal(own[key], value), key
