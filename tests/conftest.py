@@ -1,3 +1,4 @@
+import contextlib
 import importlib.util
 import json
 import os
@@ -22,17 +23,27 @@ def shared_dataset(name):
     return path
 
 
-@pytest.fixture(autouse=True)
-def _restore_default_scope():
-    """Undo registry default scopes a test sets (e.g. mmdet's
-    ``register_all_modules()``), so the next test builds in its own scope:
-    an mmdet scope left behind makes mmpretrain's ImageClassifier look up
-    ``ClsDataPreprocessor`` in mmdet's registry."""
+@contextlib.contextmanager
+def default_scope_guard():
+    """Undo registry default scopes created inside (e.g. by mmdet's
+    ``register_all_modules()`` or mmseg's ``init_model``), so later tests
+    build in their own scope: an mmdet/mmseg scope left behind makes
+    mmpretrain's ImageClassifier look up ``ClsDataPreprocessor`` in that
+    library's registry. Module-scoped fixtures are set up before the
+    autouse fixture below, so they use this themselves."""
     from mmengine.registry import DefaultScope
     before = set(DefaultScope._instance_dict)
-    yield
-    for name in set(DefaultScope._instance_dict) - before:
-        DefaultScope._instance_dict.pop(name)
+    try:
+        yield
+    finally:
+        for name in set(DefaultScope._instance_dict) - before:
+            DefaultScope._instance_dict.pop(name)
+
+
+@pytest.fixture(autouse=True)
+def _restore_default_scope():
+    with default_scope_guard():
+        yield
 
 
 def load_tool(relpath):

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import mmvisattn  # noqa: F401
-from conftest import REPO
+from conftest import REPO, default_scope_guard
 from mmvisattn.datasets.checks import check_dataloader_files
 from mmvisattn.registry import MODELS
 from mmvisattn.utils.demo_data import generate_shapes
@@ -135,7 +135,8 @@ def test_grayscale_and_rgba_files_load_as_rgb_images(shapes, tmp_path):
 @pytest.fixture(scope='module')
 def segmentor():
     from mmseg.apis import init_model
-    model = init_model(SEG_DEMO, device='cpu')
+    with default_scope_guard():
+        model = init_model(SEG_DEMO, device='cpu')
     return model.eval()
 
 
@@ -145,7 +146,9 @@ def test_segmentor_predicts_every_pixel_of_odd_images(segmentor, tmp_path,
                                                       size, mode):
     """Through mmseg's inference API with the demo config: 1x1, odd sizes,
     grayscale and RGBA files give a label for every input pixel."""
+    from mmengine.registry import init_default_scope
     from mmseg.apis import inference_model
+    init_default_scope('mmseg')  # the inference pipeline's registry
     img = (np.random.RandomState(0).rand(*size, 3) * 255).astype(np.uint8)
     if mode == 'gray':
         img = img[..., 0]

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import REPO, load_tool, run_tools
+from conftest import REPO, default_scope_guard, load_tool, run_tools
 from mmvisattn.utils.demo_data import generate_shapes
 
 DET_CONFIG = osp.join(REPO, 'configs', 'demo',
@@ -291,19 +291,16 @@ def det_checkpoint(tmp_path_factory):
     """The demo detector's own random initialisation, saved as training
     saves it (with the classes in its meta)."""
     from mmengine.config import Config
-    from mmengine.registry import DefaultScope
     from mmdet.registry import MODELS
     from mmdet.utils import register_all_modules
-    before = set(DefaultScope._instance_dict)
-    register_all_modules()
-    cfg = Config.fromfile(DET_CONFIG)
-    torch.manual_seed(0)
-    model = MODELS.build(cfg.model)
+    with default_scope_guard():
+        register_all_modules()
+        cfg = Config.fromfile(DET_CONFIG)
+        torch.manual_seed(0)
+        model = MODELS.build(cfg.model)
     path = str(tmp_path_factory.mktemp('det') / 'random.pth')
     torch.save(dict(state_dict=model.state_dict(),
                     meta=dict(dataset_meta=dict(cfg.metainfo))), path)
-    for name in set(DefaultScope._instance_dict) - before:
-        DefaultScope._instance_dict.pop(name)
     return path
 
 

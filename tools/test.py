@@ -66,14 +66,14 @@ def main():
 def run(args):
     if not osp.isfile(args.checkpoint):
         raise FileNotFoundError(f'no checkpoint at {args.checkpoint}')
-    # a damaged file fails here, before minutes of model and data building
-    checkpoint = read_checkpoint(args.checkpoint)
     cfg = prepare_config(
         Config.fromfile(args.config), args.config, args.work_dir,
         args.cfg_options, args.launcher)
     if args.tta:
         apply_tta(cfg, args.config)
     check_dataloader_files(cfg, 'test_dataloader', training=False)
+    # a damaged file fails here, before minutes of model and data building
+    checkpoint = read_checkpoint(args.checkpoint)
     cfg.load_from = args.checkpoint
     cfg.resume = False
     if args.out:

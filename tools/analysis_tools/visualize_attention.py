@@ -52,9 +52,9 @@ from mmvisattn.registry import MODELS  # noqa: E402
 MEAN = (123.675, 116.28, 103.53)
 STD = (58.395, 57.12, 57.375)
 DEFAULT_BACKBONES = {
-    'swin': dict(type='SwinTransformer', arch='tiny'),
-    'tnt': dict(type='TNT', arch='small', out_type='cls_token'),
-    'rswatt': dict(type='RSWAttTransformer', arch='nano'),
+    'swin': dict(type='mmvisattn.SwinTransformer', arch='tiny'),
+    'tnt': dict(type='mmvisattn.TNT', arch='small', out_type='cls_token'),
+    'rswatt': dict(type='mmvisattn.RSWAttTransformer', arch='nano'),
 }
 CLASSES = {'swin': SwinTransformer, 'tnt': TNT, 'rswatt': RSWAttTransformer}
 DPI = 80
