@@ -148,7 +148,7 @@ def test_sequence_probs_reproduce_multihead_attention():
     attn = MultiheadSelfAttention(16, 2).eval()
     x = torch.randn(3, 5, 16)
     with torch.no_grad():
-        probs = tool.sequence_probs(attn, x)
+        probs = attn.probabilities(x)
         v = attn.qkv(x).view(3, 5, 3, 2, 8)[:, :, 2].transpose(1, 2)
         out = attn.proj((probs @ v).transpose(1, 2).reshape(3, 5, 16))
         torch.testing.assert_close(out, attn(x), atol=1e-5, rtol=1e-5)

@@ -12,7 +12,7 @@ from typing import Iterator, Optional, Tuple
 
 from mmengine.config import Config, ConfigDict
 
-_LIMIT = 5
+from mmvisattn.utils.listing import short_listing
 
 
 def _join(root: Optional[str], path: str) -> str:
@@ -28,12 +28,6 @@ def _leaves(dataset: dict, field: str) -> Iterator[Tuple[dict, str]]:
         yield from _leaves(dataset['dataset'], f'{field}.dataset')
     else:
         yield dataset, field
-
-
-def _listing(names) -> str:
-    more = f' ... (+{len(names) - _LIMIT} more)' if len(names) > _LIMIT \
-        else ''
-    return ', '.join(names[:_LIMIT]) + more
 
 
 def _default(dataset: dict, key: str, scope: str):
@@ -75,7 +69,7 @@ def check_coco(dataset: dict, field: str, training: bool) -> None:
         raise FileNotFoundError(
             f'{ann} ({field}.ann_file) lists {len(missing)} of its '
             f'{len(images)} images that are not under {img_dir} '
-            f'({field}.data_prefix.img): {_listing(missing)}')
+            f'({field}.data_prefix.img): {short_listing(missing)}')
     filter_cfg = dataset.get('filter_cfg') or {}
     if training and filter_cfg.get('filter_empty_gt', False):
         ids = {im['id'] for im in images}
@@ -118,7 +112,7 @@ def check_seg(dataset: dict, field: str, scope: str) -> None:
         raise FileNotFoundError(
             f'{len(missing)} of the {len(names)} images in {img_dir} have no '
             f'label map (*{seg_suffix}) in {seg_dir} '
-            f'({field}.data_prefix.seg_map_path): {_listing(missing)}')
+            f'({field}.data_prefix.seg_map_path): {short_listing(missing)}')
 
 
 def check_dataloader_files(cfg: Config, name: str, training: bool) -> None:

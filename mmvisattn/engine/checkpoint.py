@@ -11,6 +11,8 @@ import torch.nn as nn
 from mmengine.logging import print_log
 from mmengine.runner.checkpoint import _load_checkpoint
 
+from mmvisattn.utils.listing import short_listing
+
 from .hooks import PARTIAL_SUFFIX
 
 
@@ -58,11 +60,6 @@ def read_checkpoint(path: str) -> dict:
             f'{type(e).__name__}: {str(e).splitlines()[0][:300]}') from e
 
 
-def _listing(items: List[str], limit: int = 5) -> str:
-    more = f' ... (+{len(items) - limit} more)' if len(items) > limit else ''
-    return ', '.join(items[:limit]) + more
-
-
 def verify_checkpoint(path: str, model: nn.Module,
                       checkpoint: Optional[dict] = None) -> None:
     """Refuse a checkpoint that does not fit ``model`` exactly.
@@ -76,7 +73,7 @@ def verify_checkpoint(path: str, model: nn.Module,
     state = checkpoint.get('state_dict', checkpoint)
     if not isinstance(state, dict) or not state:
         raise CheckpointError(f'{path}: holds no state_dict (top-level keys: '
-                              f'{_listing(sorted(map(str, checkpoint)))})')
+                              f'{short_listing(sorted(map(str, checkpoint)))})')
     state = {re.sub(r'^module\.', '', k): v for k, v in state.items()}
     expected = {
         re.sub(r'^(module\.)+', '', k): v
@@ -94,14 +91,14 @@ def verify_checkpoint(path: str, model: nn.Module,
         problems = []
         if mismatched:
             problems.append(f'{len(mismatched)} shape mismatches: '
-                            f'{_listing(mismatched)}')
+                            f'{short_listing(mismatched)}')
         if missing:
             problems.append(f'{len(missing)} of the model\'s '
                             f'{len(expected)} keys missing: '
-                            f'{_listing(missing)}')
+                            f'{short_listing(missing)}')
         if unexpected:
             problems.append(f'{len(unexpected)} unexpected keys: '
-                            f'{_listing(unexpected)}')
+                            f'{short_listing(unexpected)}')
         raise CheckpointError(
             f'{path}: does not match the model built from the config '
             f'(another architecture or config?): ' + '; '.join(problems))

@@ -37,12 +37,8 @@ def window_attention(q: torch.Tensor,
         raise ValueError(f'window_attention: mask of shape {tuple(mask.shape)} '
                          f'does not fit {nW} windows of {N} tokens')
     if not use_content:
-        logits = torch.zeros(1, 1, 1, N, N, dtype=q.dtype, device=q.device)
-        if bias is not None:
-            logits = logits + bias.to(q.dtype)
-        if mask is not None:
-            logits = logits + mask.to(q.dtype)[None, :, None]
-        return F.dropout(logits.softmax(-1), dropout_p) @ v
+        probs = _window_logits(q, k, bias, mask, scale, False).softmax(-1)
+        return F.dropout(probs, dropout_p) @ v
     if mask is None:
         # Windows are independent: fold them into the batch, bias broadcasts.
         attn_mask = None if bias is None else bias.to(q.dtype).unsqueeze(0)
@@ -78,17 +74,25 @@ def window_attention_weights(q: torch.Tensor,
     each row summing to 1 (a masked key gets about exp(MASK_VALUE),
     below 1e-43).
     """
-    B, nW, heads, N, d = q.shape
+    B, nW, heads, N, _ = q.shape
+    return _window_logits(q, k, bias, mask, scale,
+                          use_content).softmax(-1).expand(B, nW, heads, N, N)
+
+
+def _window_logits(q, k, bias, mask, scale, use_content):
+    """q k^T * scale + bias + mask, spelled out; without content a
+    (1, 1 or nW, 1, N, N) tensor that broadcasts over batch and heads."""
+    N, d = q.shape[-2:]
     if use_content:
         scale = d**-0.5 if scale is None else scale
         logits = (q * scale) @ k.transpose(-2, -1)
-    else:  # the same weights whatever q and k: broadcast
+    else:
         logits = torch.zeros(1, 1, 1, N, N, dtype=q.dtype, device=q.device)
     if bias is not None:
         logits = logits + bias.to(q.dtype)
     if mask is not None:
         logits = logits + mask.to(q.dtype)[None, :, None]
-    return logits.softmax(-1).expand(B, nW, heads, N, N)
+    return logits
 
 
 def _attend(q, k, v, attn_mask, dropout_p, scale):

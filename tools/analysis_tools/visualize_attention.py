@@ -34,7 +34,6 @@ import matplotlib.pyplot as plt  # noqa: E402
 import mmcv  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
 from mmengine.config import Config  # noqa: E402
 from mmengine.logging import MMLogger  # noqa: E402
 from PIL import Image  # noqa: E402
@@ -44,9 +43,7 @@ from mmvisattn.models.backbones.rswatt import RSWAttTransformer  # noqa: E402
 from mmvisattn.models.backbones.swin import SwinTransformer  # noqa: E402
 from mmvisattn.models.backbones.tnt import TNT  # noqa: E402
 from mmvisattn.models.utils.checkpoint import load_pretrained  # noqa: E402
-from mmvisattn.ops import (WindowLayout, padding_key_mask,  # noqa: E402
-                           shifted_window_mask, window_attention_weights,
-                           window_layout)
+from mmvisattn.ops import WindowLayout  # noqa: E402
 from mmvisattn.registry import MODELS  # noqa: E402
 
 MEAN = (123.675, 116.28, 103.53)
@@ -205,28 +202,7 @@ def swin_window_probs(attn: torch.nn.Module, x: torch.Tensor,
     if attn.attn_type != 'window':
         raise ValueError(f"--config: attn_type={attn.attn_type!r}; only "
                          "'window' attention has windows to show")
-    B, H, W, C = x.shape
-    ws, N = attn.window_size, attn.window_size**2
-    mode = attn.shift_mode if shift_size else 'none'
-    shift = shift_size if mode != 'none' else 0
-    layout = window_layout(H, W, ws, shift,
-                           'padding' if mode == 'padding' else 'cyclic')
-    top, bottom, left, right = layout.pad
-    tokens = F.pad(x, (0, 0, left, right, top, bottom)).reshape(B, -1, C)
-    windows = tokens.index_select(1, layout.gather_index).view(
-        B, layout.num_windows, N, C)
-    q, k, v = attn.qkv(windows).view(B, layout.num_windows, N, 3,
-                                     attn.num_heads, -1).permute(
-                                         3, 0, 1, 4, 2, 5).unbind(0)
-    if mode == 'cyclic':
-        mask = shifted_window_mask(H + top + bottom, W + left + right, ws,
-                                   shift)
-    elif mode == 'padding':
-        mask = padding_key_mask(layout.frame_valid)
-    else:
-        mask = None
-    probs = window_attention_weights(q, k, attn.window_bias(), mask,
-                                     attn.scale, attn.use_content)
+    probs, v, layout, mask = attn.window_probabilities(x, shift_size)
     return WindowProbs(probs, v, layout, mask)
 
 
@@ -412,15 +388,6 @@ class TNTAttention(NamedTuple):
     patch_size: int
 
 
-def sequence_probs(attn: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
-    """(B, heads, L, L) probabilities of a MultiheadSelfAttention on its
-    input (B, L, C): one window holding every token, as its forward does."""
-    B, L, C = x.shape
-    q, k, _ = attn.qkv(x).view(B, 1, L, 3, attn.num_heads, -1).permute(
-        3, 0, 1, 4, 2, 5).unbind(0)
-    return window_attention_weights(q, k)[:, 0]
-
-
 @torch.no_grad()
 def tnt_attention(model: TNT, img: torch.Tensor, query: Tuple[int, int],
                   block: Optional[int] = None) -> TNTAttention:
@@ -438,10 +405,10 @@ def tnt_attention(model: TNT, img: torch.Tensor, query: Tuple[int, int],
     sentence = (query[1] // p, query[0] // p)
     word = (query[1] % p // (p // side), query[0] % p // (p // side))
     n = sentence[0] * cols + sentence[1]
-    inner = sequence_probs(blk.inner.attn, words)[n, :,
+    inner = blk.inner.attn.probabilities(words)[n, :,
                                                   word[0] * side + word[1]]
     inner = inner.mean(0)
-    outer = sequence_probs(blk.outer.attn, sentences)[0].mean(0)
+    outer = blk.outer.attn.probabilities(sentences)[0].mean(0)
     cls = outer[0, prefix:].view(rows, cols).numpy() if prefix else None
     return TNTAttention(
         inner.view(side, side).numpy(),

@@ -12,7 +12,7 @@ from mmcv.cnn.bricks.drop import build_dropout
 from mmcv.cnn.bricks.transformer import FFN
 from mmengine.model import BaseModule
 
-from mmvisattn.ops import window_attention
+from mmvisattn.ops import window_attention, window_attention_weights
 
 
 class MultiheadSelfAttention(BaseModule):
@@ -43,12 +43,23 @@ class MultiheadSelfAttention(BaseModule):
         self.proj = nn.Linear(embed_dims, embed_dims)
         self.proj_drop = nn.Dropout(proj_drop)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """``x``: (B, N, C) -> (B, N, C)."""
+    def _heads(self, x: torch.Tensor):
+        """q, k, v (B, 1, heads, N, d): the sequence as one window."""
         B, N, C = x.shape
         qkv = self.qkv(x).view(B, 1, N, 3, self.num_heads,
                                C // self.num_heads)
-        q, k, v = qkv.permute(3, 0, 1, 4, 2, 5).unbind(0)  # (B, 1, h, N, d)
+        return qkv.permute(3, 0, 1, 4, 2, 5).unbind(0)
+
+    def probabilities(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, heads, N, N) attention probabilities of ``forward(x)``, for
+        analysis (the fused kernel never returns them)."""
+        q, k, _ = self._heads(x)
+        return window_attention_weights(q, k)[:, 0]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``x``: (B, N, C) -> (B, N, C)."""
+        B, N, C = x.shape
+        q, k, v = self._heads(x)
         out = window_attention(
             q, k, v, dropout_p=self.attn_drop if self.training else 0.)
         out = out[:, 0].transpose(1, 2).reshape(B, N, C)

@@ -33,6 +33,7 @@ from mmvisattn.ops import (SHIFT_MODES, fast_linear,
                            sliding_relative_index,
                            sliding_window_attention_blocked,
                            sliding_window_attention_naive, window_attention,
+                           window_attention_weights,
                            window_layout)
 
 ATTN_TYPES = ('window', 'sliding', 'sliding_blocked', 'performer', 'global')
@@ -171,10 +172,12 @@ class SwinAttention(BaseModule):
                 len(lead) + 3)
         return qkv.permute(*perm).contiguous().unbind(0)
 
-    def _windows(self, x: torch.Tensor, shift_size: int,
-                 residual: Optional[torch.Tensor] = None) -> torch.Tensor:
+    def _window_setup(self, x: torch.Tensor, shift_size: int):
+        """Window slots and additive mask of one call on ``x`` (B, H, W, C):
+        ``(layout, mask or None, tokens)``, tokens (B, frame pixels, C) of
+        the zero-padded frame that ``layout.gather_index`` reads."""
         B, H, W, C = x.shape
-        ws, N = self.window_size, self.window_size**2
+        ws = self.window_size
         mode = self.shift_mode if shift_size else 'none'
         if mode == 'none':
             shift_size = 0
@@ -184,8 +187,6 @@ class SwinAttention(BaseModule):
         top, bottom, left, right = layout.pad
         if any(layout.pad):
             x = F.pad(x, (0, 0, left, right, top, bottom))
-        nW = layout.num_windows
-        tokens = x.reshape(B, -1, C)
         if mode == 'cyclic':
             Hf, Wf = H + top + bottom, W + left + right
             mask = shifted_window_mask(Hf, Wf, ws, shift_size, x.device)
@@ -193,6 +194,31 @@ class SwinAttention(BaseModule):
             mask = padding_key_mask(layout.frame_valid)
         else:
             mask = None
+        return layout, mask, x.reshape(B, -1, C)
+
+    def window_probabilities(self, x: torch.Tensor, shift_size: int):
+        """What the window kernel never returns, for analysis: ``(probs, v,
+        layout, mask)`` of ``forward(x, shift_size)``, probs (B, windows,
+        heads, N, N) and v (B, windows, heads, N, d) in ``layout``'s window
+        slots (window attention only)."""
+        if self.attn_type != 'window':
+            raise ValueError(f'attn_type={self.attn_type!r}: only window '
+                             'attention has window probabilities')
+        B, C, N = x.shape[0], x.shape[-1], self.window_size**2
+        layout, mask, tokens = self._window_setup(x, shift_size)
+        windows = tokens.index_select(1, layout.gather_index).view(
+            B, layout.num_windows, N, C)
+        q, k, v = self._split_heads(self.qkv(windows))
+        probs = window_attention_weights(q, k, self.window_bias(), mask,
+                                         self.scale, self.use_content)
+        return probs, v, layout, mask
+
+    def _windows(self, x: torch.Tensor, shift_size: int,
+                 residual: Optional[torch.Tensor] = None) -> torch.Tensor:
+        B, H, W, C = x.shape
+        N = self.window_size**2
+        layout, mask, tokens = self._window_setup(x, shift_size)
+        nW = layout.num_windows
         bias = self.window_bias()
         per_chunk = nW if _compiling() else max(1, self.chunk_tokens // N)
         # (image, first window, end window): chunks never straddle images,
