@@ -2,6 +2,8 @@
 #   make demo   train + evaluate Cascade Mask R-CNN Swin-T on generated shapes
 #   make test   the test suite
 PYTHON ?= python3
+# The recipes' commands (and the launch scripts the tests start) run this interpreter.
+export PYTHON
 DEMO_CONFIG := configs/demo/cascade-mask-rcnn_swin-t_shapes.py
 DEMO_WORK := work_dirs/demo
 DEMO_ITERS := 200
@@ -17,4 +19,4 @@ demo: install
 	$(PYTHON) tools/test.py $(DEMO_CONFIG) $(DEMO_WORK)/iter_$(DEMO_ITERS).pth --work-dir $(DEMO_WORK)
 
 test: install
-	$(PYTHON) -m pytest tests -v -rs --durations=20
+	$(PYTHON) -m pytest tests --whole-suite -v -rs --durations=20

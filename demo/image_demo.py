@@ -15,6 +15,7 @@ would otherwise only warn and draw the guesses of random weights.
 """
 import argparse
 import os.path as osp
+import sys
 
 import mmcv
 import torch
@@ -23,7 +24,10 @@ from mmengine.config import Config
 import mmvisattn  # noqa: F401  (registry, safe loading of our checkpoints)
 from mmvisattn.engine.checkpoint import (CheckpointError, read_checkpoint,
                                          verify_checkpoint)
-from mmvisattn.utils.tools import config_scope
+# helpers the tools share (tools/tool_common.py, not part of the package)
+sys.path.insert(
+    0, osp.join(osp.dirname(osp.abspath(__file__)), '..', 'tools'))
+from tool_common import config_scope  # noqa: E402
 
 
 def parse_args(argv=None):

@@ -1,9 +1,11 @@
 """mmvisattn: modern vision attention backbones for mmdet and mmseg."""
-from .utils.setup_env import register_config_package, register_safe_globals
+from .setup_env import setup_env
 from .version import __version__, version_info
 
-register_safe_globals()
-register_config_package()
+# The only changes to other libraries made at import (listed and explained in
+# mmvisattn/setup_env.py): torch's safe-load allow-list, mmengine's `pkg::`
+# config lookup.
+setup_env()
 
 from . import models  # noqa: E402,F401  (registers the backbones)
 from .registry import MODELS  # noqa: E402

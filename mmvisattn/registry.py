@@ -37,7 +37,7 @@ MODEL_WRAPPERS = Registry(
     'model_wrapper',
     parent=MMENGINE_MODEL_WRAPPERS,
     scope='mmvisattn',
-    locations=['mmvisattn.utils.cpu_distributed'])
+    locations=['mmvisattn.engine'])
 
 # Optimizer-wrapper constructors (layer-wise lr decay), reached from mmdet's
 # or mmseg's scope as

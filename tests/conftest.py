@@ -1,4 +1,5 @@
 import contextlib
+import functools
 import importlib.util
 import json
 import os
@@ -12,6 +13,41 @@ from mmengine.config import ConfigDict
 REPO = osp.dirname(osp.dirname(osp.abspath(__file__)))
 SHARED_DATA = os.environ.get('MMVISATTN_SHARED_DATA',
                              osp.join(REPO, '..', 'shared', 'data'))
+# How many tests the whole suite holds; `make test` passes --whole-suite.
+SUITE_SIZE_FILE = osp.join(REPO, 'tests', 'SUITE_SIZE')
+
+# Scripts the tests launch (tools/dist_train.sh, ...) run the interpreter that
+# runs the tests, not whatever `python` comes first on PATH.
+os.environ['PYTHON'] = sys.executable
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        '--whole-suite', action='store_true',
+        help='stop unless the collection holds at least as many tests as '
+        'tests/SUITE_SIZE records (a test module that failed to import or '
+        'was skipped whole would otherwise go unnoticed)')
+
+
+def pytest_collection_finish(session):
+    if not session.config.getoption('whole_suite'):
+        return
+    with open(SUITE_SIZE_FILE) as f:
+        expected = int(f.read().split()[0])
+    collected = len(session.items)
+    if collected < expected:
+        pytest.exit(
+            f'collected {collected} tests but the suite holds {expected} '
+            f'({osp.relpath(SUITE_SIZE_FILE, REPO)}): a test module failed '
+            'to import or was skipped whole. Look for errors or skips above; '
+            'lower the number only when tests were removed on purpose.',
+            returncode=2)
+    if collected > expected:
+        session.config.get_terminal_writer().line(
+            f'whole suite: {collected} tests collected, '
+            f'{osp.relpath(SUITE_SIZE_FILE, REPO)} says {expected}: '
+            f'write {collected} there so that losing them is noticed.',
+            yellow=True)
 
 
 def shared_dataset(name):
@@ -55,6 +91,16 @@ def load_tool(relpath):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def generate_shapes(*args, **kwargs):
+    """The project's demo data (tools/make_demo_data.py), for tests."""
+    return _demo_data_tool().generate_shapes(*args, **kwargs)
+
+
+@functools.lru_cache(maxsize=None)
+def _demo_data_tool():
+    return load_tool(osp.join('tools', 'make_demo_data.py'))
 
 
 def plain(obj):

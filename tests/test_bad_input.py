@@ -15,10 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import mmvisattn  # noqa: F401
-from conftest import REPO, default_scope_guard
+from conftest import REPO, default_scope_guard, generate_shapes
 from mmvisattn.datasets.checks import check_dataloader_files
 from mmvisattn.registry import MODELS
-from mmvisattn.utils.demo_data import generate_shapes
 from test_distributed import _env, small_seg_config
 
 DET_DEMO = osp.join(REPO, 'configs', 'demo',

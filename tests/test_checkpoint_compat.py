@@ -7,7 +7,7 @@ import torch
 from mmengine.logging import HistoryBuffer, MessageHub
 
 import mmvisattn  # noqa: F401  (registers the safe globals)
-from mmvisattn.utils.setup_env import _history_buffer_getattr
+from mmvisattn.setup_env import _history_buffer_getattr
 
 
 def test_message_hub_and_numpy_survive_weights_only(tmp_path):

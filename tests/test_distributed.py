@@ -13,8 +13,7 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from conftest import REPO
-from mmvisattn.utils.demo_data import generate_shapes
+from conftest import REPO, generate_shapes
 
 HELPERS = osp.join(REPO, 'tests', 'helpers')
 SEG_DEMO = osp.join(REPO, 'configs', 'demo', 'upernet_swin-t_shapes-ade.py')
@@ -200,7 +199,7 @@ def test_gathered_evaluation_equals_single_process(runs, shapes):
 
 
 def _sync_bn_worker(rank, init_file, x, out_dir):
-    from mmvisattn.utils.cpu_distributed import CPUSyncBatchNorm
+    from mmvisattn.engine.cpu_distributed import CPUSyncBatchNorm
     dist.init_process_group('gloo', init_method=f'file://{init_file}',
                             rank=rank, world_size=2)
     torch.manual_seed(0)

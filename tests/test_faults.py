@@ -14,10 +14,9 @@ import time
 import pytest
 import torch
 
-from conftest import REPO
+from conftest import REPO, generate_shapes
 from mmvisattn.engine.checkpoint import (CheckpointError, latest_complete_checkpoint,
                                          read_checkpoint)
-from mmvisattn.utils.demo_data import generate_shapes
 from test_distributed import _env, small_seg_config
 
 ITERS = 12
@@ -42,7 +41,60 @@ def setup(tmp_path_factory):
         cwd=REPO, env=_env(), stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-5000:]
-    return dict(folder=folder, config=config, reference=reference)
+    return dict(folder=folder, config=config, reference=reference,
+                log=proc.stdout)
+
+
+def test_train_tool_says_which_hooks_it_adds_and_prints_no_false_alarm(
+        setup):
+    """The fault-tolerance hooks are named in the log, not added silently;
+    and a newcomer's run prints neither the finite-loss check's
+    ``requires_grad`` warning nor ``pkg_resources`` deprecations (the
+    config lookup no longer goes through pkg_resources)."""
+    log = setup['log']
+    assert ('fault tolerance: default_hooks.checkpoint: CheckpointHook -> '
+            'mmvisattn.AtomicCheckpointHook') in log
+    for name in ('RNGStateHook', 'FiniteLossHook', 'RankMeanLossHook'):
+        assert f'fault tolerance: custom_hooks: + mmvisattn.{name}' in log
+    assert 'requires_grad=True to a scalar' not in log
+    assert 'pkg_resources is deprecated' not in log
+
+
+def test_fault_tolerance_can_be_turned_off(setup, tmp_path):
+    """``--no-fault-tolerance``: the config's hooks as written (mmengine's
+    CheckpointHook, so no RNG state in the checkpoint)."""
+    work = str(tmp_path / 'plain')
+    proc = subprocess.run(
+        [sys.executable, 'tools/train.py', setup['config'], '--work-dir', work,
+         '--no-fault-tolerance', '--cfg-options', 'train_cfg.max_iters=2'],
+        cwd=REPO, env=_env(), stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-5000:]
+    assert 'fault tolerance off' in proc.stdout
+    assert 'fault tolerance: ' not in proc.stdout
+    ckpt = torch.load(osp.join(work, 'iter_2.pth'), weights_only=True)
+    assert 'rng_state' not in ckpt
+
+
+def test_fault_tolerant_training_keeps_other_hooks_and_arguments():
+    from mmengine.config import Config
+
+    from mmvisattn.engine import fault_tolerant_training
+    cfg = Config(dict(
+        default_hooks=dict(checkpoint=dict(type='CheckpointHook', interval=3,
+                                           max_keep_ckpts=1)),
+        custom_hooks=[dict(type='mmvisattn.FiniteLossHook')]))
+    changes = fault_tolerant_training(cfg)
+    assert cfg.default_hooks.checkpoint == dict(
+        type='mmvisattn.AtomicCheckpointHook', interval=3, max_keep_ckpts=1)
+    assert [h['type'] for h in cfg.custom_hooks] == [
+        'mmvisattn.FiniteLossHook', 'mmvisattn.RNGStateHook',
+        'mmvisattn.RankMeanLossHook']
+    assert len(changes) == 3
+    custom = Config(dict(default_hooks=dict(
+        checkpoint=dict(type='MyCheckpointHook'))))
+    fault_tolerant_training(custom)
+    assert custom.default_hooks.checkpoint.type == 'MyCheckpointHook'
 
 
 def scalar_logs(work_dir):

@@ -129,9 +129,6 @@ def coco128():
 
 
 def test_instaboost_on_a_coco128_sample(coco128):
-    pytest.importorskip(
-        'instaboostfast',
-        reason='InstaBoost needs instaboostfast (requirements/htcpp.txt)')
     from mmvisattn.datasets.transforms import patch_instaboostfast
     patch_instaboostfast()
     from instaboostfast.pycococreater import binary_mask_to_polygon

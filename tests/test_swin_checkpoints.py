@@ -95,7 +95,7 @@ def ours(x):
 
 @pytest.fixture(scope='module')
 def timm_swin(x):
-    timm = pytest.importorskip('timm')
+    import timm
     from timm.models.swin_transformer import SwinTransformer as TimmSwin
     if 'always_partition' not in inspect.signature(TimmSwin).parameters:
         pytest.skip(f'timm {timm.__version__} lacks always_partition')
@@ -197,11 +197,36 @@ def _mmseg(tmp, mmseg_swin):
 
 
 def _our_detector(tmp, ours):
+    """Ours is the release layout (with the detection release's norm{i})."""
     model, outs = ours
     state = {f'backbone.{k}': v for k, v in model.state_dict().items()}
     state['neck.lateral_convs.0.conv.weight'] = torch.zeros(256, 96, 1, 1)
     path = _mmengine_save(state, tmp / 'cascade_swin-t.pth')
-    return Source(path, 'mmvisattn', dict(enumerate(outs)))
+    return Source(path, 'official', dict(enumerate(outs)))
+
+
+# The MLP names of our checkpoints written before the MLP took the release
+# names (mmcv FFN): spelled out here, independently of the code that reads them.
+FFN_NAMES = (('.mlp.fc1.', '.mlp.layers.0.0.'), ('.mlp.fc2.', '.mlp.layers.1.'))
+
+
+def ffn_named(state):
+    out = {}
+    for key, value in state.items():
+        for new, old in FFN_NAMES:
+            key = key.replace(new, old)
+        out[key] = value
+    return out
+
+
+def _our_older_detector(tmp, ours):
+    model, outs = ours
+    state = ffn_named(
+        {f'backbone.{k}': v for k, v in model.state_dict().items()})
+    assert any('.mlp.layers.0.0.' in k for k in state)
+    state['neck.lateral_convs.0.conv.weight'] = torch.zeros(256, 96, 1, 1)
+    path = _mmengine_save(state, tmp / 'cascade_swin-t_ffn.pth')
+    return Source(path, 'mmvisattn-ffn', dict(enumerate(outs)))
 
 
 # name -> (builder, the fixture holding its reference model)
@@ -214,6 +239,7 @@ SOURCES = {
     'mmcls0x_classifier': (_mmcls0x, 'mmpretrain_classifier'),
     'mmseg_segmentor': (_mmseg, 'mmseg_swin'),
     'mmvisattn_detector': (_our_detector, 'ours'),
+    'mmvisattn_ffn_detector': (_our_older_detector, 'ours'),
 }
 
 
@@ -370,14 +396,14 @@ def test_swin2mmvisattn_every_layout(sources, x, name, tmp_path, monkeypatch,
     assert saved['meta']['source_layout'] == source.layout
     assert f'{source.layout} layout' in printed
     assert f'{len(saved["state_dict"])} tensors' in printed
-    assert detect_swin_layout(saved['state_dict']) == 'mmvisattn'
+    assert detect_swin_layout(saved['state_dict']) == 'official'
     _assert_features(_load(dst), x, source.expected)
 
 
 def test_swin2mmvisattn_reads_timm_safetensors(timm_swin, x, tmp_path,
                                                monkeypatch):
     """timm's Hugging Face releases ship ``model.safetensors``."""
-    safetensors_torch = pytest.importorskip('safetensors.torch')
+    import safetensors.torch as safetensors_torch
     model, expected = timm_swin
     src = tmp_path / 'model.safetensors'
     safetensors_torch.save_file(

@@ -256,7 +256,7 @@ def test_layer_decay_rules():
                                                                   0.7**12)
     assert lr(b.pyramid_convs[0][0].weight) == pytest.approx(base)
     assert lr(model.neck.weight) == pytest.approx(base)
-    assert wd(b.blocks[3].outer.mlp.layers[1].weight) == 0.05
+    assert wd(b.blocks[3].outer.mlp.fc2.weight) == 0.05
     for p in (b.blocks[3].outer.norm1.weight, b.norm.bias,
               b.pyramid_norms[0].weight):
         assert wd(p) == 0.

@@ -9,8 +9,7 @@ import sys
 import pytest
 import torch
 
-from conftest import REPO, shared_dataset
-from mmvisattn.utils.demo_data import generate_shapes
+from conftest import REPO, generate_shapes, shared_dataset
 
 DEMO_CONFIG = osp.join(REPO, 'configs', 'demo',
                        'cascade-mask-rcnn_swin-t_shapes.py')

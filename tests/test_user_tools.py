@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import REPO, default_scope_guard, load_tool, run_tools
-from mmvisattn.utils.demo_data import generate_shapes
+from conftest import (REPO, default_scope_guard, generate_shapes, load_tool,
+                      run_tools)
 
 DET_CONFIG = osp.join(REPO, 'configs', 'demo',
                       'cascade-mask-rcnn_swin-t_shapes.py')

@@ -10,12 +10,11 @@ import pytest
 import torch
 from PIL import Image
 
-from conftest import REPO, load_tool
+from conftest import REPO, generate_shapes, load_tool
 from mmvisattn.models.layers import MultiheadSelfAttention, SwinAttention
 from mmvisattn.ops import (padding_key_mask, shifted_window_mask,
                            window_attention, window_attention_weights,
                            window_layout)
-from mmvisattn.utils.demo_data import generate_shapes
 
 tool = load_tool('tools/analysis_tools/visualize_attention.py')
 SWIN_CONFIG = osp.join(REPO, 'configs', 'demo',

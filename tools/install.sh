@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
-# Installs the OpenMMLab 2.x stack that mmvisattn needs into the current Python, idempotently.
+# Installs the OpenMMLab 2.x stack that mmvisattn needs into the chosen Python, idempotently.
 #   PYTHON=python3 bash tools/install.sh
-# The ~13-minute mmcv build runs only when `import mmcv.ops` fails against the installed torch.
+# Every run checks every requirements file against the environment (tools/check_requirements.py,
+# about a second) and runs pip on a file whenever something in it is missing or at a wrong
+# version, so a requirement added to a file is installed on the next `make test` / `make demo`
+# on any machine. The expensive steps are skipped when satisfied: torch (when torch and
+# torchvision import) and the ~13-minute mmcv build (when `import mmcv.ops` works against the
+# installed torch).
 # GPU: install your CUDA torch/torchvision first and run with MMCV_FORCE_CUDA=1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,23 +25,43 @@ for name in sys.argv[1:]:
 PYEOF
 }
 
-# Fast path: everything already importable and this checkout installed.
-if have mmcv.ops mmdet mmseg mmpretrain.models mmvisattn pytest timm && [ "$(cd / && $PY -c 'import mmvisattn,os;print(os.path.realpath(os.path.dirname(mmvisattn.__file__)))')" = "$(realpath mmvisattn)" ]; then
-  echo "[install] stack already present; nothing to do"
-  exit 0
+# One import probe of the whole stack: prints "missing NAME" per module that does not
+# import, and "at PATH" for the mmvisattn that imports (the tests need this checkout's).
+STACK="torch torchvision mmcv.ops mmdet mmseg mmpretrain.models mmvisattn"
+probe() { (cd / && $PY - $STACK) <<'PYEOF' 2>/dev/null
+import importlib, os, sys
+for name in sys.argv[1:]:
+    try:
+        module = importlib.import_module(name)
+    except Exception:
+        print('missing', name)
+    else:
+        if name == 'mmvisattn':
+            print('at', os.path.realpath(os.path.dirname(module.__file__)))
+PYEOF
+}
+state=$(probe)
+lacks() { for name in "$@"; do grep -qx "missing $name" <<<"$state" && return 0; done; return 1; }
+changed=0
+
+# Lists what a requirements file lacks here; fails if anything.
+missing() { (cd / && $PY "$ROOT/tools/check_requirements.py" "${@/#/$ROOT/}"); }
+
+if ! missing requirements/build.txt; then
+  echo "[install] build tools"
+  $PIPI -q -r requirements/build.txt
+  changed=1
 fi
 
-echo "[install] build tools"
-$PIPI -q -r requirements/build.txt
-
-if ! have torch torchvision; then
+if lacks torch torchvision; then
   echo "[install] torch + torchvision"
   $PIPI -q -r requirements/torch.txt
+  changed=1
 fi
 
-$PIPI -q "mmengine==0.10.7"
-
-if ! have mmcv.ops; then
+if lacks mmcv.ops && ! have mmcv.ops; then
+  changed=1
+  $PIPI -q "mmengine==0.10.7"
   echo "[install] building mmcv==$MMCV_VERSION with compiled ops from source (about 13 minutes on 2 cores)"
   work=$(mktemp -d)
   $PIP download -q --no-deps --no-binary=:all: --no-build-isolation --no-cache-dir -d "$work" "mmcv==$MMCV_VERSION"
@@ -50,9 +75,25 @@ if ! have mmcv.ops; then
   have mmcv.ops || { echo "[install] ERROR: mmcv.ops still does not import after the build" >&2; exit 1; }
 fi
 
-echo "[install] mmdet, mmseg, mmpretrain and friends"
-$PIPI -q -r requirements/runtime.txt -r requirements/tests.txt
-echo "[install] mmvisattn (editable)"
-$PIPI -q --no-build-isolation --no-deps -e .
-have mmcv.ops mmdet mmseg mmpretrain.models mmvisattn
+# Every requirements file but the pins (constraints.txt) and torch.txt (checked by import above).
+files=()
+for f in requirements/*.txt; do
+  case $f in */constraints.txt|*/torch.txt) ;; *) files+=("$f") ;; esac
+done
+if ! missing "${files[@]}"; then
+  echo "[install] requirements (installs only what is missing)"
+  $PIPI -q "${files[@]/#/-r}"
+  changed=1
+fi
+
+if ! grep -qx "at $(realpath mmvisattn)" <<<"$state"; then
+  echo "[install] mmvisattn (editable, this checkout)"
+  $PIPI -q --no-build-isolation --no-deps -e .
+  changed=1
+fi
+# nothing installed: the probe above already imported the whole stack
+[ $changed = 0 ] && ! lacks $STACK || have $STACK || {
+  echo "[install] ERROR: the stack does not import; run: $PY -c 'import ${STACK// /, }'" >&2
+  exit 1
+}
 echo "[install] done"

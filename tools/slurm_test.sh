@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Usage: [GPUS=8 GPUS_PER_NODE=8 CPUS_PER_TASK=5 SRUN_ARGS=...] \
+# Usage: [PYTHON=python GPUS=8 GPUS_PER_NODE=8 CPUS_PER_TASK=5 SRUN_ARGS=...] \
 #        tools/slurm_test.sh PARTITION JOB_NAME CONFIG CHECKPOINT [test.py options]
 set -x
 PARTITION=$1
@@ -10,6 +10,8 @@ GPUS=${GPUS:-8}
 GPUS_PER_NODE=${GPUS_PER_NODE:-8}
 CPUS_PER_TASK=${CPUS_PER_TASK:-5}
 SRUN_ARGS=${SRUN_ARGS:-""}
+# The interpreter that runs the tools (the Makefile and the tests set it).
+PYTHON=${PYTHON:-python}
 PY_ARGS=${@:5}
 GRES=""
 [ "$GPUS_PER_NODE" -gt 0 ] && GRES="--gres=gpu:${GPUS_PER_NODE}" && \
@@ -24,5 +26,5 @@ srun -p ${PARTITION} \
     --cpus-per-task=${CPUS_PER_TASK} \
     --kill-on-bad-exit=1 \
     ${SRUN_ARGS} \
-    python -u "$(dirname "$0")/test.py" ${CONFIG} ${CHECKPOINT} \
+    "$PYTHON" -u "$(dirname "$0")/test.py" ${CONFIG} ${CHECKPOINT} \
     --launcher="slurm" ${PY_ARGS}

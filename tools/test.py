@@ -9,6 +9,7 @@ own tools do).
 """
 import argparse
 import os.path as osp
+import sys
 
 from mmengine.config import Config
 from mmengine.runner import Runner
@@ -17,7 +18,9 @@ import mmvisattn  # noqa: F401
 from mmvisattn.datasets.checks import check_dataloader_files
 from mmvisattn.engine.checkpoint import (CheckpointError, read_checkpoint,
                                          verify_checkpoint)
-from mmvisattn.utils.tools import parse_tool_args, prepare_config
+# helpers the tools share (tools/tool_common.py, not part of the package)
+sys.path.insert(0, osp.dirname(osp.abspath(__file__)))
+from tool_common import parse_tool_args, prepare_config  # noqa: E402
 
 
 def parse_args():

@@ -10,12 +10,17 @@ Runs survive faults: checkpoints are written atomically (a killed run never
 leaves a half-written file under a checkpoint's name), carry the RNG state,
 and ``--resume`` picks the newest complete one; a NaN/Inf loss stops the run
 before a checkpoint of broken weights is written; with many processes the
-logged losses are the mean over ranks (mmvisattn/engine/hooks.py).
+logged losses are the mean over ranks (mmvisattn/engine/hooks.py). The tool
+prints each hook it adds or swaps; ``--no-fault-tolerance`` (or
+``fault_tolerance = False`` in the config) trains with the config's hooks as
+written.
 """
 import argparse
 import os.path as osp
+import sys
 
 from mmengine.config import Config
+from mmengine.logging import print_log
 from mmengine.registry import RUNNERS
 from mmengine.runner import Runner
 
@@ -24,7 +29,9 @@ from mmvisattn.datasets.checks import check_dataloader_files
 from mmvisattn.engine import fault_tolerant_training
 from mmvisattn.engine.checkpoint import (latest_complete_checkpoint,
                                          remove_partials)
-from mmvisattn.utils.tools import parse_tool_args, prepare_config
+# helpers the tools share (tools/tool_common.py, not part of the package)
+sys.path.insert(0, osp.dirname(osp.abspath(__file__)))
+from tool_common import parse_tool_args, prepare_config  # noqa: E402
 
 
 def parse_args():
@@ -40,6 +47,11 @@ def parse_args():
         'dir when no path is given')
     parser.add_argument(
         '--amp', action='store_true', help='mixed precision training')
+    parser.add_argument(
+        '--no-fault-tolerance', action='store_true',
+        help='train with the config\'s hooks as written: no atomic '
+        'checkpoints, RNG state, non-finite loss stop or rank-mean logging '
+        '(also `fault_tolerance = False` in the config)')
     parser.add_argument(
         '--auto-scale-lr', action='store_true',
         help='scale the lr by the real batch size / base_batch_size')
@@ -68,7 +80,13 @@ def main():
     check_dataloader_files(cfg, 'train_dataloader', training=True)
     if cfg.get('val_cfg'):
         check_dataloader_files(cfg, 'val_dataloader', training=False)
-    fault_tolerant_training(cfg)
+    if args.no_fault_tolerance or cfg.get('fault_tolerance', True) is False:
+        print_log('fault tolerance off: the config\'s hooks as written',
+                  logger='current')
+    else:
+        for change in fault_tolerant_training(cfg):
+            print_log(f'fault tolerance: {change} (off: --no-fault-tolerance)',
+                      logger='current')
     if args.resume == 'auto':
         latest, partials = latest_complete_checkpoint(cfg.work_dir)
         remove_partials(partials)

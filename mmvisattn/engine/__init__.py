@@ -1,5 +1,7 @@
 from .checkpoint import (CheckpointError, latest_complete_checkpoint,
                          read_checkpoint, verify_checkpoint)
+from .cpu_distributed import (CPUDistributedDataParallel, CPUSyncBatchNorm,
+                              init_cpu_distributed)
 from .hooks import (AtomicCheckpointHook, FiniteLossHook, RankMeanLossHook,
                     RNGStateHook, fault_tolerant_training)
 from .optim_constructor import LayerDecayOptimWrapperConstructor, layer_id
@@ -8,5 +10,6 @@ __all__ = [
     'LayerDecayOptimWrapperConstructor', 'layer_id', 'AtomicCheckpointHook',
     'RNGStateHook', 'FiniteLossHook', 'RankMeanLossHook',
     'fault_tolerant_training', 'CheckpointError', 'latest_complete_checkpoint',
-    'read_checkpoint', 'verify_checkpoint'
+    'read_checkpoint', 'verify_checkpoint', 'CPUDistributedDataParallel',
+    'CPUSyncBatchNorm', 'init_cpu_distributed'
 ]

@@ -5,6 +5,7 @@ import os
 import os.path as osp
 import re
 import zipfile
+from collections import OrderedDict
 from typing import List, Optional, Tuple
 
 import torch.nn as nn
@@ -60,6 +61,18 @@ def read_checkpoint(path: str) -> dict:
             f'{type(e).__name__}: {str(e).splitlines()[0][:300]}') from e
 
 
+def as_the_model_reads_it(model: nn.Module, state: dict) -> dict:
+    """``state`` as ``model.load_state_dict`` sees it after the modules' own
+    load pre-hooks (older key names renamed, derived buffers dropped, e.g.
+    :class:`~mmvisattn.models.layers.Mlp`), without loading anything."""
+    state = OrderedDict(state)
+    for name, module in model.named_modules():
+        prefix = f'{name}.' if name else ''
+        for hook in module._load_state_dict_pre_hooks.values():
+            hook(state, prefix, {}, True, [], [], [])
+    return state
+
+
 def verify_checkpoint(path: str, model: nn.Module,
                       checkpoint: Optional[dict] = None) -> None:
     """Refuse a checkpoint that does not fit ``model`` exactly.
@@ -67,7 +80,9 @@ def verify_checkpoint(path: str, model: nn.Module,
     mmengine's ``load_from`` loads non-strictly: a checkpoint of another
     architecture only logs a warning and the test then scores random
     weights. Here missing keys, unexpected keys and shape mismatches stop
-    with the file named.
+    with the file named. Keys are compared as the model reads them (after
+    its load pre-hooks), so a release or older-layout checkpoint that loads
+    passes.
     """
     checkpoint = read_checkpoint(path) if checkpoint is None else checkpoint
     state = checkpoint.get('state_dict', checkpoint)
@@ -75,6 +90,7 @@ def verify_checkpoint(path: str, model: nn.Module,
         raise CheckpointError(f'{path}: holds no state_dict (top-level keys: '
                               f'{short_listing(sorted(map(str, checkpoint)))})')
     state = {re.sub(r'^module\.', '', k): v for k, v in state.items()}
+    state = as_the_model_reads_it(getattr(model, 'module', model), state)
     expected = {
         re.sub(r'^(module\.)+', '', k): v
         for k, v in model.state_dict().items()

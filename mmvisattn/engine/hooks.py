@@ -1,7 +1,9 @@
 """Hooks that let long runs survive faults and report honestly on many ranks.
 
-``tools/train.py`` installs them (see :func:`fault_tolerant_training`); a
-config used with a plain mmengine ``Runner`` can list them itself::
+``tools/train.py`` installs them and prints what it changed (see
+:func:`fault_tolerant_training`; off with ``--no-fault-tolerance`` or
+``fault_tolerance = False`` in the config); a config used with a plain
+mmengine ``Runner`` can list them itself::
 
     default_hooks = dict(checkpoint=dict(type='mmvisattn.AtomicCheckpointHook'))
     custom_hooks = [dict(type='mmvisattn.RNGStateHook'),
@@ -11,7 +13,7 @@ config used with a plain mmengine ``Runner`` can list them itself::
 import math
 import os
 import os.path as osp
-from typing import Optional
+from typing import List, Optional
 
 import torch
 from mmengine.config import Config
@@ -144,7 +146,13 @@ class RNGStateHook(Hook):
 class FiniteLossHook(Hook):
     """Stops training at the first NaN/Inf loss, naming the iteration and the
     loss terms, before a checkpoint of the broken weights is written (the
-    checkpoint hook runs later in the same iteration)."""
+    checkpoint hook runs later in the same iteration).
+
+    It reads the values that mmengine's ``RuntimeInfoHook`` (priority
+    VERY_HIGH, before this one) already moved to the host for the logger, so
+    the check adds no device sync and never converts a tensor that requires
+    grad.
+    """
 
     priority = 'ABOVE_NORMAL'
 
@@ -152,11 +160,16 @@ class FiniteLossHook(Hook):
                          outputs=None) -> None:
         if not outputs:
             return
-        bad = {
-            k: float(v)
-            for k, v in outputs.items()
-            if 'loss' in k and not math.isfinite(float(v))
-        }
+        logged = runner.message_hub.log_scalars
+        bad = {}
+        for key, value in outputs.items():
+            if 'loss' not in key:
+                continue
+            buffer = logged.get(f'train/{key}')
+            value = (buffer.current() if buffer is not None else
+                     float(torch.as_tensor(value).detach()))
+            if not math.isfinite(value):
+                bad[key] = value
         if bad:
             last = runner.message_hub.get_info('last_ckpt')
             raise FloatingPointError(
@@ -186,21 +199,30 @@ class RankMeanLossHook(Hook):
             outputs[key] = value
 
 
-_HOOKS = ('RNGStateHook', 'FiniteLossHook', 'RankMeanLossHook')
+FAULT_TOLERANCE_HOOKS = ('RNGStateHook', 'FiniteLossHook', 'RankMeanLossHook')
 
 
-def fault_tolerant_training(cfg: Config) -> Config:
-    """What ``tools/train.py`` adds to a config: atomic checkpoints, RNG
-    state in checkpoints, a stop on non-finite losses, rank-mean logging."""
+def fault_tolerant_training(cfg: Config) -> List[str]:
+    """What ``tools/train.py`` adds to a config unless told not to
+    (``--no-fault-tolerance`` or ``fault_tolerance = False`` in the config):
+    atomic checkpoints, RNG state in checkpoints, a stop on non-finite
+    losses, rank-mean logging. Returns one line per change, which the tool
+    prints, so nothing is changed silently. mmengine's plain
+    ``CheckpointHook`` becomes ``AtomicCheckpointHook`` with the same
+    arguments; any other checkpoint hook type is left alone, and hooks the
+    config already lists are not added twice."""
+    changes = []
     checkpoint = cfg.setdefault('default_hooks', {}).get('checkpoint')
     if checkpoint is not None and checkpoint.get('type') in (
             'CheckpointHook', 'mmengine.CheckpointHook'):
+        changes.append(f'default_hooks.checkpoint: {checkpoint["type"]} -> '
+                       'mmvisattn.AtomicCheckpointHook (same arguments)')
         checkpoint['type'] = 'mmvisattn.AtomicCheckpointHook'
     custom = list(cfg.get('custom_hooks') or [])
     present = {str(h.get('type', '')).split('.')[-1] for h in custom}
-    custom += [
-        dict(type=f'mmvisattn.{name}') for name in _HOOKS
-        if name not in present
-    ]
+    for name in FAULT_TOLERANCE_HOOKS:
+        if name not in present:
+            custom.append(dict(type=f'mmvisattn.{name}'))
+            changes.append(f'custom_hooks: + mmvisattn.{name}')
     cfg.custom_hooks = custom
-    return cfg
+    return changes

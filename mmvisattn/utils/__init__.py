@@ -1,3 +1,3 @@
-from .setup_env import register_config_package, register_safe_globals
+from .listing import short_listing
 
-__all__ = ['register_config_package', 'register_safe_globals']
+__all__ = ['short_listing']

@@ -13,13 +13,16 @@ image, labels shifted by ``reduce_zero_label``) trains a wrong model.
 """
 import argparse
 import os.path as osp
+import sys
 
 import numpy as np
 from mmengine.config import Config, DictAction
 from mmengine.utils import ProgressBar
 
 import mmvisattn  # noqa: F401  (registry, `mmvisattn::` configs)
-from mmvisattn.utils.tools import config_scope
+# helpers the tools share (tools/tool_common.py, not part of the package)
+sys.path.insert(0, osp.join(osp.dirname(osp.abspath(__file__)), '..'))
+from tool_common import config_scope  # noqa: E402
 
 
 def parse_args(argv=None):

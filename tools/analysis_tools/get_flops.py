@@ -29,7 +29,7 @@ AV on the padded window grid): ``--convention paper``, the default, within
 0.7% of every Table 2 entry. ``mmcv1`` leaves out the attention matmuls;
 ``fvcore`` jit-traces the same forward and counts every matmul (slower).
 Parameters are the trainable ones, as mmcv counts them. See
-``mmvisattn/utils/complexity.py``.
+``mmvisattn/analysis/complexity.py``.
 """
 import argparse
 import copy
@@ -41,9 +41,11 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from mmengine.config import Config, DictAction
 
 import mmvisattn  # noqa: F401  (registry, `mmvisattn::` configs)
-from mmvisattn.utils.tools import config_scope
-from mmvisattn.utils.complexity import (CONVENTIONS, get_complexity,
-                                        group_by_prefix, model_complexity)
+# helpers the tools share (tools/tool_common.py, not part of the package)
+sys.path.insert(0, osp.join(osp.dirname(osp.abspath(__file__)), '..'))
+from tool_common import config_scope  # noqa: E402
+from mmvisattn.analysis.complexity import (  # noqa: E402
+    CONVENTIONS, get_complexity, group_by_prefix, model_complexity)
 
 REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 DETECTION_SHAPE = (800, 1280)  # H, W: the paper's "1280x800"

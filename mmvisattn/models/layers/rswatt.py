@@ -17,13 +17,13 @@ import torch.nn as nn
 import torch.nn.functional as F
 from mmcv.cnn import build_norm_layer
 from mmcv.cnn.bricks.drop import build_dropout
-from mmcv.cnn.bricks.transformer import FFN
 from mmengine.model import BaseModule
 from mmengine.model.weight_init import trunc_normal_
 
 from mmvisattn.ops import (reconstructed_window_attention,
                            reweighted_window_attention,
                            sliding_relative_index)
+from .mlp import Mlp
 
 PREDICTORS = ('direct', 'anchors')
 RECONSTRUCTIONS = ('soft', 'mlp')
@@ -224,12 +224,9 @@ class RSWAttBlock(BaseModule):
             embed_dims, num_heads, window_sizes, attn_drop=attn_drop_rate,
             proj_drop=drop_rate, **(attn_cfg or {}))
         self.norm2 = build_norm_layer(norm_cfg, embed_dims)[1]
-        self.mlp = FFN(
-            embed_dims=embed_dims,
-            feedforward_channels=int(embed_dims * mlp_ratio),
-            ffn_drop=drop_rate,
-            dropout_layer=None,
-            add_identity=False)
+        # mmcv FFN's default activation, which this block always had
+        self.mlp = Mlp(embed_dims, int(embed_dims * mlp_ratio),
+                       dict(type='ReLU', inplace=True), drop_rate)
         self.drop_path = build_dropout(
             dict(type='DropPath', drop_prob=drop_path_rate))
 

@@ -2,17 +2,17 @@
 layer, shared by the token-sequence backbones (TNT's inner and outer
 transformers). The attention runs on the same kernel as Swin's windows
 (:func:`mmvisattn.ops.window_attention`, one window holding every token);
-the MLP is mmcv's ``FFN``."""
+the MLP is :class:`Mlp` (``fc1``/``fc2``, the release names)."""
 from typing import Optional
 
 import torch
 import torch.nn as nn
 from mmcv.cnn import build_norm_layer
 from mmcv.cnn.bricks.drop import build_dropout
-from mmcv.cnn.bricks.transformer import FFN
 from mmengine.model import BaseModule
 
 from mmvisattn.ops import window_attention, window_attention_weights
+from .mlp import Mlp
 
 
 class MultiheadSelfAttention(BaseModule):
@@ -91,14 +91,8 @@ class TransformerLayer(BaseModule):
         self.attn = MultiheadSelfAttention(embed_dims, num_heads, qkv_bias,
                                            attn_drop_rate, drop_rate)
         self.norm2 = build_norm_layer(norm_cfg, embed_dims)[1]
-        self.mlp = FFN(
-            embed_dims=embed_dims,
-            feedforward_channels=int(embed_dims * mlp_ratio),
-            num_fcs=2,
-            ffn_drop=drop_rate,
-            dropout_layer=None,
-            act_cfg=act_cfg,
-            add_identity=False)
+        self.mlp = Mlp(embed_dims, int(embed_dims * mlp_ratio), act_cfg,
+                       drop_rate)
         self.mlp_extra = mlp_extra
         self.drop_path = build_dropout(
             dict(type='DropPath', drop_prob=drop_path_rate))

@@ -22,7 +22,6 @@ import torch.nn.functional as F
 import torch.utils.checkpoint as cp
 from mmcv.cnn import build_norm_layer
 from mmcv.cnn.bricks.drop import build_dropout
-from mmcv.cnn.bricks.transformer import FFN
 from mmengine.model import BaseModule
 from mmengine.model.weight_init import trunc_normal_
 
@@ -35,6 +34,7 @@ from mmvisattn.ops import (SHIFT_MODES, fast_linear,
                            sliding_window_attention_naive, window_attention,
                            window_attention_weights,
                            window_layout)
+from .mlp import Mlp
 
 ATTN_TYPES = ('window', 'sliding', 'sliding_blocked', 'performer', 'global')
 POSITIONS = ('relative', 'absolute', 'none', 'absolute+relative',
@@ -123,8 +123,15 @@ class SwinAttention(BaseModule):
                 orthogonal_random_features(performer_features, head_dims))
         self.qkv = nn.Linear(embed_dims, embed_dims * 3, bias=qkv_bias)
         self.proj = nn.Linear(embed_dims, embed_dims)
+        self._register_load_state_dict_pre_hook(self._drop_position_index)
         self.proj_drop = nn.Dropout(proj_drop_rate)
         self._bias_cache = None
+
+    @staticmethod
+    def _drop_position_index(state_dict, prefix, *args, **kwargs):
+        """Released checkpoints store ``relative_position_index``; it is
+        derived from the window size and rebuilt here, never loaded."""
+        state_dict.pop(prefix + 'relative_position_index', None)
 
     def init_weights(self):
         super().init_weights()
@@ -349,23 +356,25 @@ class SwinBlock(BaseModule):
         self.drop_path = build_dropout(
             dict(type='DropPath', drop_prob=drop_path_rate))
         self.norm2 = build_norm_layer(norm_cfg, embed_dims)[1]
-        self.mlp = FFN(
-            embed_dims=embed_dims,
-            feedforward_channels=int(embed_dims * mlp_ratio),
-            num_fcs=2,
-            ffn_drop=drop_rate,
-            dropout_layer=dict(type='DropPath', drop_prob=drop_path_rate),
-            act_cfg=act_cfg,
-            add_identity=True)
-        act = self.mlp.layers[0][1]
+        self.mlp = Mlp(embed_dims, int(embed_dims * mlp_ratio), act_cfg,
+                       drop_rate)
+        act = self.mlp.act
         self._exact_gelu = isinstance(act, nn.GELU) and \
             act.approximate == 'none'
+        self._register_load_state_dict_pre_hook(self._drop_attn_mask)
+
+    @staticmethod
+    def _drop_attn_mask(state_dict, prefix, *args, **kwargs):
+        """The official classifier stores each block's shift mask; it is
+        derived from the window layout and rebuilt here, never loaded."""
+        state_dict.pop(prefix + 'attn_mask', None)
 
     def _mlp_hidden(self, x: torch.Tensor) -> torch.Tensor:
         """MLP(LN(x)) without the residual; GELU fused into fc1 when the
         packed inference path applies."""
-        fc1, act, drop1 = self.mlp.layers[0]
-        fc2, drop2 = self.mlp.layers[1], self.mlp.layers[2]
+        mlp = self.mlp
+        fc1, act, drop1, fc2, drop2 = (mlp.fc1, mlp.act, mlp.drop1, mlp.fc2,
+                                       mlp.drop2)
         if self._exact_gelu:
             hidden = fast_linear(self.norm2(x), fc1, gelu=True)
         else:
@@ -381,14 +390,14 @@ class SwinBlock(BaseModule):
         B, L, C = x.shape
         rows = max(1, self.chunk_tokens // B)
         if _compiling() or L <= rows:
-            return x + self.mlp.dropout_layer(self._mlp_hidden(x))
+            return x + self.drop_path(self._mlp_hidden(x))
         if not torch.is_grad_enabled():  # inference: write chunks in place
             out = torch.empty_like(x)
             for src, dst in zip(x.split(rows, 1), out.split(rows, 1)):
                 torch.add(src, self._mlp_hidden(src), out=dst)
             return out
         hidden = torch.cat([self._mlp_hidden(p) for p in x.split(rows, 1)], 1)
-        return x + self.mlp.dropout_layer(hidden)
+        return x + self.drop_path(hidden)
 
     def forward(self, x: torch.Tensor, hw_shape: Tuple[int, int]
                 ) -> torch.Tensor:

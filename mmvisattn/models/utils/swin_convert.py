@@ -1,8 +1,13 @@
 """Key mapping between the Swin checkpoint layouts in circulation and ours.
 
-Ours is the official release layout except that the MLP is mmcv's ``FFN``
-(``mlp.layers.0.0`` / ``mlp.layers.1``) and each output has its own norm
-(``norm{i}``; the classifier's final ``norm`` becomes ``norm3``).
+Ours is the official release layout: the classification release's names,
+with one norm per output (``norm{i}``; the classifier's final ``norm``
+becomes ``norm3``) exactly as the authors' detection and segmentation
+releases (Swin-Transformer-Object-Detection / -Semantic-Segmentation) name
+them, so their whole checkpoints load as they are. Our checkpoints from
+before the MLP took the release names (``mlp.layers.0.0`` / ``mlp.layers.1``,
+mmcv's ``FFN``; layout ``'mmvisattn-ffn'``) are renamed by
+:class:`~mmvisattn.models.layers.Mlp`'s load pre-hook, and here.
 mmdet, mmseg and mmpretrain share another layout (``stages``, ``w_msa``,
 ``ffn``, ``projection``, patch merging in ``nn.Unfold`` order).
 timm >= 0.9 keeps the official names but opens each stage i > 0 with the
@@ -15,8 +20,8 @@ from typing import Dict
 
 import torch
 
-_MLP_OFFICIAL_TO_OURS = (('mlp.fc1.', 'mlp.layers.0.0.'), ('mlp.fc2.',
-                                                          'mlp.layers.1.'))
+_FFN_TO_RELEASE = (('.mlp.layers.0.0.', '.mlp.fc1.'), ('.mlp.layers.1.',
+                                                        '.mlp.fc2.'))
 # Derived buffers of the official model: we rebuild them, never load them.
 _DERIVED = re.compile(r'(relative_position_index|relative_coords_table|'
                       r'attn_mask)$')
@@ -75,8 +80,6 @@ def swin_official_to_mmvisattn(state_dict: Dict[str, torch.Tensor],
     for key, value in drop_derived_buffers(state_dict).items():
         if key.startswith('head.'):
             continue
-        for old, new in _MLP_OFFICIAL_TO_OURS:
-            key = key.replace(old, new)
         if key.startswith('norm.'):
             key = f'norm{num_stages - 1}.' + key[len('norm.'):]
         out[key] = value
@@ -89,8 +92,6 @@ def swin_to_official(state_dict: Dict[str, torch.Tensor],
     out = OrderedDict()
     last = f'norm{num_stages - 1}.'
     for key, value in state_dict.items():
-        for official, ours in _MLP_OFFICIAL_TO_OURS:
-            key = key.replace(ours, official)
         if key.startswith(last):
             key = 'norm.' + key[len(last):]
         elif re.match(r'norm\d+\.', key):
@@ -158,7 +159,8 @@ def swin_openmmlab_to_mmvisattn(state_dict: Dict[str, torch.Tensor],
             continue
         key = key.replace('patch_embed.projection.', 'patch_embed.proj.')
         key = key.replace('.attn.w_msa.', '.attn.')
-        key = key.replace('.ffn.layers.', '.mlp.layers.')
+        key = key.replace('.ffn.layers.0.0.', '.mlp.fc1.')
+        key = key.replace('.ffn.layers.1.', '.mlp.fc2.')
         if key.startswith('stages.'):
             key = 'layers.' + key[len('stages.'):]
         elif key.startswith('norm.'):
@@ -192,20 +194,36 @@ def swin_timm_to_mmvisattn(state_dict: Dict[str, torch.Tensor],
     return swin_official_to_mmvisattn(official, num_stages)
 
 
-def is_mmvisattn_swin(state_dict: Dict[str, torch.Tensor]) -> bool:
-    """Our layout: official names except the mmcv ``FFN`` MLP."""
+def is_mmvisattn_ffn_swin(state_dict: Dict[str, torch.Tensor]) -> bool:
+    """Our layout before the MLP took the release names: official names
+    except mmcv ``FFN``'s ``mlp.layers.0.0`` / ``mlp.layers.1``."""
     return any(k.startswith('layers.') and '.mlp.layers.0.0.' in k
                for k in state_dict)
 
 
+def swin_mmvisattn_ffn_to_mmvisattn(state_dict: Dict[str, torch.Tensor],
+                                    num_stages: int = 4
+                                    ) -> 'OrderedDict[str, torch.Tensor]':
+    """Our older checkpoints -> ours (the MLP renamed, nothing else)."""
+    out = OrderedDict()
+    for key, value in drop_derived_buffers(state_dict).items():
+        for old, new in _FFN_TO_RELEASE:
+            key = key.replace(old, new)
+        out[key] = value
+    return out
+
+
 # Checked in this order; each test excludes the layouts checked before it.
+# 'official' is also ours (see the module doc).
 _LAYOUTS = (('timm', is_timm_swin), ('official', is_official_swin),
-            ('openmmlab', is_openmmlab_swin), ('mmvisattn', is_mmvisattn_swin))
+            ('openmmlab', is_openmmlab_swin),
+            ('mmvisattn-ffn', is_mmvisattn_ffn_swin))
 
 
 def detect_swin_layout(state_dict: Dict[str, torch.Tensor]) -> str:
-    """``'official'``, ``'timm'``, ``'openmmlab'`` (mmdet/mmseg/mmpretrain)
-    or ``'mmvisattn'``; a ``ValueError`` naming a few keys otherwise.
+    """``'official'`` (the release layout, also ours), ``'timm'``,
+    ``'openmmlab'`` (mmdet/mmseg/mmpretrain) or ``'mmvisattn-ffn'`` (our
+    older checkpoints); a ``ValueError`` naming a few keys otherwise.
 
     Expects the backbone's keys (``extract_state_dict`` strips wrappers).
     """
@@ -217,7 +235,7 @@ def detect_swin_layout(state_dict: Dict[str, torch.Tensor]) -> str:
                                    if len(keys) > 5 else '')
     raise ValueError(
         'not a Swin Transformer state dict in any known layout (official, '
-        f'timm, mmdet/mmseg/mmpretrain, mmvisattn); its keys: '
+        f'timm, mmdet/mmseg/mmpretrain, older mmvisattn); its keys: '
         f'{shown or "none"}')
 
 
@@ -233,13 +251,19 @@ def count_swin_stages(state_dict: Dict[str, torch.Tensor]) -> int:
 def swin_any_to_mmvisattn(state_dict: Dict[str, torch.Tensor],
                           num_stages: int = 4
                           ) -> 'OrderedDict[str, torch.Tensor]':
-    """Detect the layout of a Swin state dict and convert it to ours."""
-    if is_timm_swin(state_dict):
-        return swin_timm_to_mmvisattn(state_dict, num_stages)
-    if is_official_swin(state_dict):
-        return swin_official_to_mmvisattn(state_dict, num_stages)
-    if is_openmmlab_swin(state_dict):  # mmdet / mmseg / mmpretrain
-        return swin_openmmlab_to_mmvisattn(state_dict, num_stages)
-    # Ours, or something else: passed on so that load_pretrained's error
-    # names the file and the keys that do not fit.
+    """Detect the layout of a Swin state dict and convert it to ours: the
+    one place every Swin conversion is dispatched from."""
+    for name, matches in _LAYOUTS:
+        if matches(state_dict):
+            return _TO_MMVISATTN[name](state_dict, num_stages)
+    # Something else: passed on so that load_pretrained's error names the
+    # file and the keys that do not fit.
     return drop_derived_buffers(state_dict)
+
+
+_TO_MMVISATTN = {
+    'timm': swin_timm_to_mmvisattn,
+    'official': swin_official_to_mmvisattn,
+    'openmmlab': swin_openmmlab_to_mmvisattn,  # mmdet / mmseg / mmpretrain
+    'mmvisattn-ffn': swin_mmvisattn_ffn_to_mmvisattn,
+}

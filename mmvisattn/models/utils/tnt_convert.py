@@ -9,9 +9,10 @@
 * ``mmvisattn`` -- ours.
 
 Attention weights become one ``qkv`` (timm's ``qk`` and ``v`` concatenated;
-mmpretrain's packed ``in_proj`` as is); MLPs become mmcv ``FFN`` keys
-(``mlp.layers.0.0`` / ``mlp.layers.1``). Classifier heads keep their keys
-under ``head.``.
+mmpretrain's packed ``in_proj`` as is); MLPs become ``mlp.fc1`` /
+``mlp.fc2`` (the release names; our older mmcv ``FFN`` names are renamed by
+:class:`~mmvisattn.models.layers.Mlp` on load). Classifier heads keep their
+keys under ``head.``.
 """
 import re
 from collections import OrderedDict
@@ -37,12 +38,12 @@ _TIMM_TOP = {
 }
 _TIMM_BLOCK = {
     'norm_in': 'inner.norm1', 'attn_in.proj': 'inner.attn.proj',
-    'norm_mlp_in': 'inner.norm2', 'mlp_in.fc1': 'inner.mlp.layers.0.0',
-    'mlp_in.fc2': 'inner.mlp.layers.1', 'norm1_proj': 'word_to_sentence.norm1',
+    'norm_mlp_in': 'inner.norm2', 'mlp_in.fc1': 'inner.mlp.fc1',
+    'mlp_in.fc2': 'inner.mlp.fc2', 'norm1_proj': 'word_to_sentence.norm1',
     'proj': 'word_to_sentence.proj', 'norm2_proj': 'word_to_sentence.norm2',
     'norm_out': 'outer.norm1', 'attn_out.proj': 'outer.attn.proj',
-    'norm_mlp': 'outer.norm2', 'mlp.fc1': 'outer.mlp.layers.0.0',
-    'mlp.fc2': 'outer.mlp.layers.1', 'se_layer': 'outer.mlp_extra'
+    'norm_mlp': 'outer.norm2', 'mlp.fc1': 'outer.mlp.fc1',
+    'mlp.fc2': 'outer.mlp.fc2', 'se_layer': 'outer.mlp_extra'
 }
 _MMPRETRAIN_TOP = {
     'pixel_embed.proj': 'word_embed', 'pixel_pos': 'word_pos',
@@ -57,7 +58,8 @@ _MMPRETRAIN_BLOCK = {
 _MMPRETRAIN_SUB = {
     'norm_attn': 'norm1', 'attn.attn.in_proj_weight': 'attn.qkv.weight',
     'attn.attn.in_proj_bias': 'attn.qkv.bias',
-    'attn.attn.out_proj': 'attn.proj', 'norm_ffn': 'norm2', 'ffn': 'mlp'
+    'attn.attn.out_proj': 'attn.proj', 'norm_ffn': 'norm2',
+    'ffn.layers.0.0': 'mlp.fc1', 'ffn.layers.1': 'mlp.fc2'
 }
 
 

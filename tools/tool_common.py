@@ -1,4 +1,6 @@
-"""Command line and config handling shared by tools/train.py and tools/test.py."""
+"""Command line and config handling shared by the tools (train, test, the
+analysis tools, demo/image_demo.py). Tool code: not part of the runtime
+package; each tool puts ``tools/`` on ``sys.path`` to import it."""
 import argparse
 import os
 import os.path as osp
@@ -7,7 +9,7 @@ from typing import Optional
 import torch
 from mmengine.config import Config, DictAction
 
-from .cpu_distributed import init_cpu_distributed
+from mmvisattn.engine.cpu_distributed import init_cpu_distributed
 
 _SCOPES = ('mmdet', 'mmseg', 'mmpretrain')
 
