@@ -22,8 +22,8 @@ import torch
 from mmengine.config import Config
 
 import mmvisattn  # noqa: F401  (registry, safe loading of our checkpoints)
-from mmvisattn.engine.checkpoint import (CheckpointError, read_checkpoint,
-                                         verify_checkpoint)
+from mmvisattn.checkpoint import (CheckpointError, read_checkpoint,
+                                  verify_checkpoint)
 # helpers the tools share (tools/tool_common.py, not part of the package)
 sys.path.insert(
     0, osp.join(osp.dirname(osp.abspath(__file__)), '..', 'tools'))

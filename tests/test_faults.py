@@ -15,8 +15,8 @@ import pytest
 import torch
 
 from conftest import REPO, generate_shapes
-from mmvisattn.engine.checkpoint import (CheckpointError, latest_complete_checkpoint,
-                                         read_checkpoint)
+from mmvisattn.checkpoint import (CheckpointError, latest_complete_checkpoint,
+                                  read_checkpoint)
 from test_distributed import _env, small_seg_config
 
 ITERS = 12

@@ -96,3 +96,21 @@ def test_downstream_config_inherits(tmp_path, style):
     cfg = Config.fromfile(str(cfg_file))
     _check_main_config(cfg)
     assert cfg.model.backbone.drop_path_rate == 0.3
+
+
+def test_import_pulls_in_no_analysis_or_tool_code():
+    """`import mmvisattn` loads the runtime package only: no analysis
+    (FLOP counting) and no tool helpers; the engine (hooks, CPU DDP) is
+    loaded when a config or tool asks for it."""
+    import subprocess
+    import sys
+    proc = subprocess.run(
+        [sys.executable, '-c', 'import mmvisattn, sys; print(sorted(m for m '
+         "in sys.modules if m.startswith('mmvisattn') or m in "
+         "('tool_common', 'make_demo_data')))"],
+        cwd='/', capture_output=True, text=True, timeout=300, check=True)
+    loaded = eval(proc.stdout.strip().splitlines()[-1])
+    assert 'mmvisattn.models.backbones.swin' in loaded
+    assert not [m for m in loaded if m.startswith(
+        ('mmvisattn.analysis', 'mmvisattn.engine', 'tool_common',
+         'make_demo_data'))], loaded

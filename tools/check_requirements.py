@@ -67,8 +67,8 @@ def main(paths):
         constrained[r.name.lower()] for _, r in requirements
         if r.name.lower() in constrained
     ])
-    for req, why in problems:
-        print(f'{req}: {why}')
+    for line in dict.fromkeys(f'{req}: {why}' for req, why in problems):
+        print(line)
     return 1 if problems else 0
 
 

@@ -16,8 +16,8 @@ from mmengine.runner import Runner
 
 import mmvisattn  # noqa: F401
 from mmvisattn.datasets.checks import check_dataloader_files
-from mmvisattn.engine.checkpoint import (CheckpointError, read_checkpoint,
-                                         verify_checkpoint)
+from mmvisattn.checkpoint import (CheckpointError, read_checkpoint,
+                                  verify_checkpoint)
 # helpers the tools share (tools/tool_common.py, not part of the package)
 sys.path.insert(0, osp.dirname(osp.abspath(__file__)))
 from tool_common import parse_tool_args, prepare_config  # noqa: E402

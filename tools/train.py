@@ -27,8 +27,7 @@ from mmengine.runner import Runner
 import mmvisattn  # noqa: F401  (registry, `mmvisattn::` configs, safe loading)
 from mmvisattn.datasets.checks import check_dataloader_files
 from mmvisattn.engine import fault_tolerant_training
-from mmvisattn.engine.checkpoint import (latest_complete_checkpoint,
-                                         remove_partials)
+from mmvisattn.checkpoint import (latest_complete_checkpoint, remove_partials)
 # helpers the tools share (tools/tool_common.py, not part of the package)
 sys.path.insert(0, osp.dirname(osp.abspath(__file__)))
 from tool_common import parse_tool_args, prepare_config  # noqa: E402

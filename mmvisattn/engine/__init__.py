@@ -1,5 +1,5 @@
-from .checkpoint import (CheckpointError, latest_complete_checkpoint,
-                         read_checkpoint, verify_checkpoint)
+from ..checkpoint import (CheckpointError, latest_complete_checkpoint,
+                          read_checkpoint, verify_checkpoint)
 from .cpu_distributed import (CPUDistributedDataParallel, CPUSyncBatchNorm,
                               init_cpu_distributed)
 from .hooks import (AtomicCheckpointHook, FiniteLossHook, RankMeanLossHook,

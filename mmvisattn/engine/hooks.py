@@ -21,16 +21,8 @@ from mmengine.dist import all_reduce, get_world_size, is_main_process
 from mmengine.fileio import LocalBackend
 from mmengine.hooks import CheckpointHook, Hook
 
+from mmvisattn.checkpoint import partial_path
 from mmvisattn.registry import HOOKS
-
-PARTIAL_SUFFIX = '.partial'
-
-
-def partial_path(path: str) -> str:
-    """Where a checkpoint is written before it is complete (hidden name)."""
-    folder, name = osp.split(path)
-    return osp.join(folder, f'.{name}{PARTIAL_SUFFIX}')
-
 
 def write_text_atomically(path: str, text: str) -> None:
     tmp = partial_path(path)

@@ -14,7 +14,7 @@ from mmvisattn.ops import resize_relative_position_table
 from mmvisattn.registry import MODELS
 from ..layers import PatchEmbed, PatchMerging, SwinBlock
 from ..layers.window_msa import check_variant
-from ..utils import load_pretrained
+from mmvisattn.checkpoint import load_pretrained
 from ..utils.swin_convert import swin_any_to_mmvisattn
 
 
@@ -234,6 +234,17 @@ class SwinTransformer(BaseModule):
                 position='none')) if extra_global_block else None
         self.out_channels = [self.num_features[i] for i in out_indices]
         self._freeze_stages()
+        self._register_load_state_dict_pre_hook(self._release_pos_embed)
+
+    @staticmethod
+    def _release_pos_embed(state_dict, prefix, *args, **kwargs):
+        """The authors' detection/segmentation releases store the absolute
+        position embedding as (1, C, H, W); ours (and the classification
+        release's) is (1, H*W, C)."""
+        pos = state_dict.get(prefix + 'absolute_pos_embed')
+        if pos is not None and pos.dim() == 4:
+            state_dict[prefix + 'absolute_pos_embed'] = pos.flatten(
+                2).transpose(1, 2)
 
     # ------------------------------------------------------------------ init
     @staticmethod

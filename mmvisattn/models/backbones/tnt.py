@@ -34,7 +34,7 @@ from mmengine.model.weight_init import trunc_normal_
 
 from mmvisattn.models.layers.patch import check_images
 from mmvisattn.models.layers.transformer import TransformerLayer
-from mmvisattn.models.utils.checkpoint import load_pretrained
+from mmvisattn.checkpoint import load_pretrained
 from mmvisattn.models.utils.tnt_convert import tnt_any_to_mmvisattn
 from mmvisattn.registry import MODELS
 

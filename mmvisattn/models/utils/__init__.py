@@ -1,4 +1,4 @@
-from .checkpoint import extract_state_dict, load_pretrained
+from mmvisattn.checkpoint import extract_state_dict, load_pretrained
 from .swin_convert import (count_swin_stages, detect_swin_layout,
                            is_mmvisattn_ffn_swin, is_official_swin,
                            is_openmmlab_swin, is_timm_swin,
