@@ -78,3 +78,24 @@ def test_window_attention_equals_explicit_softmax():
     out = window_attention(q, k, v, bias=bias)
     ref = (q @ k.transpose(-1, -2) * d**-0.5 + bias).softmax(-1) @ v
     torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
+
+
+def test_neighborhood_unfold_and_inside_image_by_brute_force():
+    """mmvisattn.ops.neighborhood: query (y, x)'s neighbour n = (i, j) is the
+    key at (y + i - M//2, x + j - M//2), zero and 'outside' off the image."""
+    from mmvisattn.ops import inside_image, unfold_neighborhood
+    B, heads, H, W, d, M = 1, 2, 5, 4, 3, 4
+    t = torch.randn(B, heads, H, W, d)
+    nb = unfold_neighborhood(t, M)
+    inside = inside_image(H, W, M, t.device)
+    assert nb.shape == (B, heads, H * W, M * M, d)
+    for y in range(H):
+        for x in range(W):
+            for i in range(M):
+                for j in range(M):
+                    ky, kx = y + i - M // 2, x + j - M // 2
+                    ok = 0 <= ky < H and 0 <= kx < W
+                    assert bool(inside[y * W + x, i * M + j]) == ok
+                    want = t[:, :, ky, kx] if ok else torch.zeros(B, heads, d)
+                    torch.testing.assert_close(nb[:, :, y * W + x, i * M + j],
+                                               want)

@@ -1,7 +1,10 @@
 """Pure tensor functions shared by every backbone: windows, masks, attention."""
-from .attention import window_attention, window_attention_weights
+from .attention import attend, window_attention, window_attention_weights
 from .linear import fast_linear
 from .masks import MASK_VALUE, padding_key_mask, shifted_window_mask
+from .neighborhood import (halo, halo_tiles, inside_image, outside_image_mask,
+                           tile_queries_and_keys, tiled_neighborhood_attention,
+                           unfold_neighborhood, untile)
 from .performer import orthogonal_random_features, performer_attention
 from .reconstructed import (reconstructed_window_attention,
                             reweighted_window_attention,
@@ -22,5 +25,7 @@ __all__ = [
     'sliding_window_attention_naive', 'sliding_window_attention_blocked',
     'orthogonal_random_features', 'performer_attention', 'fast_linear',
     'reconstructed_window_attention', 'reweighted_window_attention',
-    'window_log_membership'
+    'window_log_membership', 'attend', 'halo', 'halo_tiles', 'inside_image',
+    'outside_image_mask', 'tile_queries_and_keys',
+    'tiled_neighborhood_attention', 'unfold_neighborhood', 'untile'
 ]

@@ -42,7 +42,7 @@ def window_attention(q: torch.Tensor,
     if mask is None:
         # Windows are independent: fold them into the batch, bias broadcasts.
         attn_mask = None if bias is None else bias.to(q.dtype).unsqueeze(0)
-        out = _attend(q.reshape(B * nW, heads, N, d),
+        out = attend(q.reshape(B * nW, heads, N, d),
                       k.reshape(B * nW, heads, N, d),
                       v.reshape(B * nW, heads, N, d), attn_mask, dropout_p,
                       scale)
@@ -55,7 +55,7 @@ def window_attention(q: torch.Tensor,
     attn_mask = attn_mask.to(q.dtype).expand(nW, heads, N, N).reshape(
         1, nW * heads, N, N)
     q, k, v = (t.reshape(B, nW * heads, N, d) for t in (q, k, v))
-    return _attend(q, k, v, attn_mask, dropout_p, scale).view(
+    return attend(q, k, v, attn_mask, dropout_p, scale).view(
         B, nW, heads, N, d)
 
 
@@ -95,7 +95,11 @@ def _window_logits(q, k, bias, mask, scale, use_content):
     return logits
 
 
-def _attend(q, k, v, attn_mask, dropout_p, scale):
+def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+           attn_mask: Optional[torch.Tensor] = None, dropout_p: float = 0.,
+           scale: Optional[float] = None) -> torch.Tensor:
+    """``scaled_dot_product_attention``, spelled out when the mask needs a
+    gradient. Every attention kernel of :mod:`mmvisattn.ops` ends here."""
     if attn_mask is not None and attn_mask.requires_grad:
         # A learned bias needs its gradient, which the fused CPU kernels do
         # not give; spelled out, this skips the math fallback's all-masked

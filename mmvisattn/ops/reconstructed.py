@@ -22,7 +22,8 @@ from typing import Callable, Optional
 import torch
 import torch.nn.functional as F
 
-from .sliding import _halo, _halo_tiles, tile_queries_and_keys, untile
+from .neighborhood import (halo, halo_tiles, inside_image,
+                           tiled_neighborhood_attention, unfold_neighborhood)
 
 
 def window_log_membership(offsets: torch.Tensor, near: torch.Tensor,
@@ -67,9 +68,8 @@ def reconstructed_window_attention(q: torch.Tensor,
     M = window_size
     T = tile or M
     scale = d**-0.5 if scale is None else scale
-    before, _ = _halo(M)
-    key_index, neighbour, key_border, (th, tw) = _halo_tiles(
-        H, W, M, T, q.device)
+    before, _ = halo(M)
+    _, neighbour, _, (th, tw) = halo_tiles(H, W, M, T, q.device)
     num_tiles, span = th * tw, T + M - 1
     K = span * span
 
@@ -87,21 +87,13 @@ def reconstructed_window_attention(q: torch.Tensor,
     offsets = pos[None, :] - torch.arange(
         T, device=q.device, dtype=q.dtype)[:, None] - before
 
-    q_tiles, k_tiles, v_tiles = tile_queries_and_keys(q, k, v, M, T,
-                                                      key_index)
     # per query extents, in tiles: (B, tiles, T, T, 4)
     ext = F.pad(extents.to(q.dtype), (0, 0, 0, tw * T - W, 0, th * T - H))
     ext = ext.view(B, th, T, tw, T, 4).permute(0, 1, 3, 2, 4, 5).reshape(
         B, num_tiles, T, T, 4)
 
-    chunk = max(1, max_chunk_elements // max(1, B * heads * T * T * K))
-    explicit = torch.is_grad_enabled() and (
-        extents.requires_grad or (bias is not None and bias.requires_grad))
-    outs = []
-    for s in range(0, num_tiles, chunk):
-        e = min(num_tiles, s + chunk)
-        c = e - s
-        left, right, top, bottom = ext[:, s:e].unbind(-1)  # (B, c, T, T)
+    def tile_mask(start, end, key_border):  # (B, tiles, heads, T*T, K)
+        left, right, top, bottom = ext[:, start:end].unbind(-1)
         # x part: (B, c, Ty, Tx, span_x) over the key column; y part over
         # the key row; their sum over (span_y, span_x) is log m per pair
         log_x = window_log_membership(offsets[None, None, None],
@@ -111,25 +103,13 @@ def reconstructed_window_attention(q: torch.Tensor,
                                       top[..., None], bottom[..., None],
                                       temperature)
         log_m = (log_y[..., :, None] + log_x[..., None, :]).reshape(
-            B, c, T * T, K)
-        mask = (key_border[s:e][None, :, None] + pair[None, None] +
-                log_m[:, :, None])  # (B, c, heads, T*T, K)
-        mask = mask.reshape(B, c * heads, T * T, K)
+            B, end - start, T * T, K)
+        return (key_border[None, :, None] + pair[None, None] +
+                log_m[:, :, None])
 
-        def fold(t):
-            return t[:, :, s:e].transpose(1, 2).reshape(B, c * heads,
-                                                        t.shape[-2], d)
-
-        if explicit:  # the fused CPU kernels give no gradient to the mask
-            attn = ((fold(q_tiles) * scale) @ fold(k_tiles).transpose(
-                -1, -2) + mask).softmax(-1)
-            out = attn @ fold(v_tiles)
-        else:
-            out = F.scaled_dot_product_attention(
-                fold(q_tiles), fold(k_tiles), fold(v_tiles), attn_mask=mask,
-                scale=scale)
-        outs.append(out.view(B, c, heads, T * T, d))
-    return untile(torch.cat(outs, 1), (th, tw), (H, W))
+    chunk = max(1, max_chunk_elements // max(1, B * heads * T * T * K))
+    return tiled_neighborhood_attention(q, k, v, M, T, tile_mask, chunk,
+                                        scale)
 
 
 def reweighted_window_attention(q: torch.Tensor,
@@ -159,24 +139,14 @@ def reweighted_window_attention(q: torch.Tensor,
     """
     B, heads, H, W, d = q.shape
     M = window_size
-    before, after = _halo(M)
-
-    def unfold(t):  # (B, h, H, W, d) -> (B, h, H*W, M*M, d)
-        t = F.pad(t.reshape(B * heads, H, W, d).permute(0, 3, 1, 2),
-                  (before, after, before, after))
-        t = F.unfold(t, M).view(B, heads, d, M * M, H * W)
-        return t.permute(0, 1, 4, 3, 2)
-
-    inside = F.unfold(
-        F.pad(q.new_ones(1, 1, H, W), (before, after, before, after)),
-        M)[0].t() > 0  # (H*W, M*M) keys inside the image
+    inside = inside_image(H, W, M, q.device)  # (H*W, M*M)
     qn = F.normalize(q, dim=-1).reshape(B, heads, H * W, 1, d)
-    logits = (qn * unfold(F.normalize(k, dim=-1))).sum(-1)
+    logits = (qn * unfold_neighborhood(F.normalize(k, dim=-1), M)).sum(-1)
     logits = logits * logit_scale.view(1, heads, 1, 1)
     if bias is not None:
         logits = logits + bias.view(1, heads, 1, M * M)
     attn = logits.masked_fill(~inside, float('-inf')).softmax(-1)
     if reweight is not None:
         attn = attn + reweight(attn).masked_fill(~inside, 0.)
-    out = (attn.unsqueeze(-2) @ unfold(v)).squeeze(-2)
+    out = (attn.unsqueeze(-2) @ unfold_neighborhood(v, M)).squeeze(-2)
     return out.view(B, heads, H, W, d)

@@ -1,0 +1,195 @@
+"""Neighbourhood primitives: each query attends its own ``kernel_size``
+squared neighbourhood (offsets ``k - kernel_size // 2`` for ``k`` in
+``0..kernel_size-1`` on each axis), as in NATTEN's ``na2d``.
+
+Every neighbourhood kernel (:mod:`~mmvisattn.ops.sliding`,
+:mod:`~mmvisattn.ops.reconstructed`) is built from these, on tensors laid
+out (B, heads, H, W, d):
+
+* :func:`halo`, :func:`unfold_neighborhood`, :func:`inside_image` -- the
+  naive form: every query's keys copied out (``kernel_size**2`` copies);
+* :func:`halo_tiles`, :func:`tile_queries_and_keys`, :func:`untile`,
+  :func:`tiled_neighborhood_attention` -- the blocked form: queries in
+  ``tile`` x ``tile`` tiles that share one gathered block of keys (their
+  halo), attention run chunk by chunk over tiles with a caller-supplied
+  additive mask, so memory and time stay linear in the pixels.
+"""
+import functools
+from typing import Callable, Optional, Tuple
+
+import torch
+import torch.nn.functional as F
+
+from .attention import attend
+from .masks import MASK_VALUE
+
+
+def halo(kernel_size: int) -> Tuple[int, int]:
+    """Keys needed before / after a query on each axis."""
+    return kernel_size // 2, kernel_size - 1 - kernel_size // 2
+
+
+def unfold_neighborhood(t: torch.Tensor, kernel_size: int) -> torch.Tensor:
+    """(B, heads, H, W, d) -> (B, heads, H*W, kernel_size**2, d): each
+    query's neighbourhood materialised, zeros outside the image."""
+    B, heads, H, W, d = t.shape
+    before, after = halo(kernel_size)
+    t = F.pad(t.reshape(B * heads, H, W, d).permute(0, 3, 1, 2),
+              (before, after, before, after))
+    t = F.unfold(t, kernel_size).view(B, heads, d, kernel_size**2, H * W)
+    return t.permute(0, 1, 4, 3, 2)
+
+
+@functools.lru_cache(maxsize=32)
+def inside_image(height: int, width: int, kernel_size: int,
+                 device: torch.device) -> torch.Tensor:
+    """(H*W, kernel_size**2) bool: which neighbours lie inside the image."""
+    before, after = halo(kernel_size)
+    valid = F.pad(torch.ones(1, 1, height, width),
+                  (before, after, before, after))
+    return (F.unfold(valid, kernel_size)[0].T > 0).to(device)
+
+
+@functools.lru_cache(maxsize=32)
+def outside_image_mask(height: int, width: int, kernel_size: int,
+                       device: torch.device) -> torch.Tensor:
+    """(H*W, kernel_size**2) additive mask: MASK_VALUE for neighbours
+    outside the image, 0 inside."""
+    inside = inside_image(height, width, kernel_size, torch.device('cpu'))
+    return torch.zeros(inside.shape).masked_fill_(~inside,
+                                                  MASK_VALUE).to(device)
+
+
+@functools.lru_cache(maxsize=32)
+def halo_tiles(height: int, width: int, kernel_size: int, tile: int,
+               device: torch.device):
+    """Index and masks of halo tiles (cached per map size).
+
+    Queries are cut into ``tile`` x ``tile`` tiles; each tile reads one
+    (tile+M-1)^2 block of keys around it (its halo), shared by all its
+    queries, instead of M*M keys per query (M = ``kernel_size``).
+
+    Returns:
+        key_index: (num_tiles * K,) frame positions of each tile's keys,
+            K = (tile+M-1)^2, frame = the map padded by the halo.
+        neighbour: (tile*tile, K) neighbour offset index 0..M*M-1 of each
+            (query, key) pair in a tile, M*M where the key is not a
+            neighbour of the query.
+        key_border: (num_tiles, 1, K) additive mask of keys outside the image.
+        tiles_hw: tiles along H and W.
+    """
+    M, T = kernel_size, tile
+    before, _ = halo(M)
+    tiles_h, tiles_w = -(-height // T), -(-width // T)
+    frame_h = tiles_h * T + M - 1
+    frame_w = tiles_w * T + M - 1
+    span = T + M - 1
+    ty = torch.arange(tiles_h)[:, None, None, None] * T
+    tx = torch.arange(tiles_w)[None, :, None, None] * T
+    ky = torch.arange(span)[None, None, :, None]
+    kx = torch.arange(span)[None, None, None, :]
+    key_index = ((ty + ky) * frame_w + tx + kx).reshape(-1)
+
+    qy, qx = torch.meshgrid(torch.arange(T), torch.arange(T), indexing='ij')
+    ky, kx = torch.meshgrid(torch.arange(span), torch.arange(span),
+                            indexing='ij')
+    dy = ky.reshape(1, -1) - qy.reshape(-1, 1)  # in [0, M) for neighbours
+    dx = kx.reshape(1, -1) - qx.reshape(-1, 1)
+    is_nb = (dy >= 0) & (dy < M) & (dx >= 0) & (dx < M)
+    neighbour = torch.where(is_nb, dy * M + dx, torch.full_like(dy, M * M))
+
+    valid = torch.zeros(frame_h, frame_w)
+    valid[before:before + height, before:before + width] = 1
+    key_valid = valid.reshape(-1)[key_index].view(tiles_h * tiles_w, 1, -1)
+    key_border = torch.zeros_like(key_valid).masked_fill_(
+        key_valid == 0, MASK_VALUE)
+    return (key_index.to(device), neighbour.to(device),
+            key_border.to(device), (tiles_h, tiles_w))
+
+
+def tile_queries_and_keys(q: torch.Tensor, k: torch.Tensor,
+                          v: torch.Tensor, kernel_size: int, tile: int,
+                          key_index: torch.Tensor):
+    """Queries cut into ``tile`` x ``tile`` tiles, keys and values gathered
+    once per tile halo (``key_index`` from :func:`halo_tiles`).
+
+    (B, h, H, W, d) each -> q (B, h, tiles, T*T, d), k and v
+    (B, h, tiles, (T+M-1)^2, d)."""
+    B, heads, H, W, d = q.shape
+    M, T = kernel_size, tile
+    before, _ = halo(M)
+    th, tw = -(-H // T), -(-W // T)
+    fh, fw = th * T + M - 1, tw * T + M - 1
+    span2 = (T + M - 1)**2
+
+    def frame(t):  # (B, h, H, W, d) -> (B, h, frame_h*frame_w, d)
+        t = F.pad(t, (0, 0, before, fw - W - before, before,
+                      fh - H - before))
+        return t.reshape(B, heads, fh * fw, d)
+
+    k_tiles = frame(k).index_select(2, key_index).view(
+        B, heads, th * tw, span2, d)
+    v_tiles = frame(v).index_select(2, key_index).view(
+        B, heads, th * tw, span2, d)
+    q_tiles = F.pad(q, (0, 0, 0, tw * T - W, 0, th * T - H)).view(
+        B, heads, th, T, tw, T, d).permute(0, 1, 2, 4, 3, 5, 6).reshape(
+            B, heads, th * tw, T * T, d)
+    return q_tiles, k_tiles, v_tiles
+
+
+def untile(out: torch.Tensor, tiles_hw: Tuple[int, int],
+           size: Tuple[int, int]) -> torch.Tensor:
+    """(B, tiles, h, T*T, d) per-tile outputs -> (B, h, H, W, d)."""
+    B, _, heads, TT, d = out.shape
+    (th, tw), (H, W) = tiles_hw, size
+    T = int(round(TT**0.5))
+    out = out.view(B, th, tw, heads, T, T, d).permute(0, 3, 1, 4, 2, 5, 6)
+    return out.reshape(B, heads, th * T, tw * T, d)[:, :, :H, :W]
+
+
+def tiled_neighborhood_attention(
+        q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, kernel_size: int,
+        tile: int, tile_mask: Callable[[int, int, torch.Tensor], torch.Tensor],
+        tiles_per_chunk: int, scale: Optional[float] = None,
+        use_content: bool = True) -> torch.Tensor:
+    """Attention of each query over its neighbourhood, in halo tiles.
+
+    Args:
+        q, k, v: (B, heads, H, W, d).
+        tile_mask: ``tile_mask(start, end, key_border)`` -> the additive mask
+            of tiles ``start:end``, (B or 1, end - start, heads, T*T, K),
+            given their (end - start, 1, K) ``key_border``; it must keep every
+            query inside its own neighbourhood (MASK_VALUE or -inf
+            elsewhere) and may add a bias or a learned log-membership (whose
+            gradient then flows).
+        tiles_per_chunk: tiles per fused attention call (masks and logits of
+            one chunk stay in cache).
+        use_content: False drops the q.k term (softmax of the mask alone).
+
+    Returns (B, heads, H, W, d).
+    """
+    B, heads, H, W, d = q.shape
+    key_index, _, key_border, (th, tw) = halo_tiles(H, W, kernel_size, tile,
+                                                    q.device)
+    num_tiles, K = th * tw, (tile + kernel_size - 1)**2
+    q_tiles, k_tiles, v_tiles = tile_queries_and_keys(q, k, v, kernel_size,
+                                                      tile, key_index)
+    outs = []
+    for s in range(0, num_tiles, tiles_per_chunk):
+        e = min(num_tiles, s + tiles_per_chunk)
+        c = e - s
+        # tiles folded into heads so one mask serves them all at once
+        mask = tile_mask(s, e, key_border[s:e])
+        mask = mask.reshape(mask.shape[0], c * heads, tile * tile, K)
+
+        def fold(t):
+            return t[:, :, s:e].transpose(1, 2).reshape(B, c * heads,
+                                                        t.shape[-2], d)
+
+        if use_content:
+            out = attend(fold(q_tiles), fold(k_tiles), fold(v_tiles), mask,
+                         0., scale)
+        else:
+            out = mask.softmax(-1) @ fold(v_tiles)
+        outs.append(out.view(B, c, heads, tile * tile, d))
+    return untile(torch.cat(outs, 1), (th, tw), (H, W))
