@@ -214,7 +214,7 @@ def test_wrong_input_channels_are_refused(swin_t):
 
 
 def test_bad_arch_and_config_fields():
-    with pytest.raises(KeyError, match="unknown arch 'huge'"):
+    with pytest.raises(ValueError, match="unknown arch 'huge'"):
         SwinTransformer(arch='huge')
     with pytest.raises(ValueError, match='out_indices'):
         SwinTransformer(out_indices=(4, ))
@@ -273,3 +273,22 @@ def test_classifier_params_and_flops():
     result = get_complexity(model, (3, 224, 224))
     assert abs(result['params'] / 1e6 - 28.3) <= 0.3, result
     assert abs(result['flops'] / 1e9 - 4.5) <= 0.2, result
+
+
+@pytest.mark.parametrize('name', ['SwinTransformer', 'TNT',
+                                  'RSWAttTransformer'])
+def test_same_mistake_same_error_in_every_backbone(name):
+    """An unknown arch, a custom arch dict with a stray key, and an output
+    stage that does not exist: one ValueError wording for all backbones."""
+    from mmvisattn.models import backbones
+    cls = getattr(backbones, name)
+    with pytest.raises(ValueError, match=rf"^{name}: unknown arch 'huge'; "
+                       r'choose from \['):
+        cls(arch='huge')
+    with pytest.raises(ValueError, match=rf'^{name}: a custom arch is a '
+                       'dict with keys'):
+        cls(arch=dict(cls.arch_zoo[sorted(cls.arch_zoo)[0]], typo=1))
+    if name != 'TNT':  # TNT's out_indices name pyramid levels (own check)
+        with pytest.raises(ValueError,
+                           match=rf'^{name}: out_indices \[7\] out of range'):
+            cls(out_indices=(0, 7))

@@ -14,6 +14,7 @@ from mmengine.model.weight_init import trunc_normal_
 
 from mmvisattn.models.layers import PatchEmbed, PatchMerging, RSWAttBlock
 from mmvisattn.registry import MODELS
+from .base import check_stages, resolve_arch
 
 
 @MODELS.register_module()
@@ -53,15 +54,8 @@ class RSWAttTransformer(BaseModule):
                  norm_cfg: dict = dict(type='LN'),
                  init_cfg: Optional[dict] = None):
         super().__init__(init_cfg=init_cfg)
-        if isinstance(arch, str):
-            if arch not in self.arch_zoo:
-                raise ValueError(f'RSWAtt arch {arch!r} is not one of '
-                                 f'{sorted(self.arch_zoo)}')
-            arch = self.arch_zoo[arch]
-        elif not isinstance(arch, dict) or set(arch) != {
-                'embed_dims', 'depths', 'num_heads'}:
-            raise ValueError('a custom RSWAtt arch is a dict with keys '
-                             f'embed_dims, depths, num_heads; got {arch!r}')
+        arch = resolve_arch('RSWAttTransformer', self.arch_zoo, arch,
+                            ('embed_dims', 'depths', 'num_heads'))
         dims, depths, heads = (arch['embed_dims'], tuple(arch['depths']),
                                tuple(arch['num_heads']))
         if len(depths) != len(heads):
@@ -69,9 +63,8 @@ class RSWAttTransformer(BaseModule):
                              'in length')
         num_stages = len(depths)
         self.out_indices = tuple(out_indices)
-        if not set(self.out_indices) <= set(range(num_stages)):
-            raise ValueError(f'out_indices {out_indices} must be stages of '
-                             f'0..{num_stages - 1}')
+        check_stages('RSWAttTransformer', num_stages, self.out_indices,
+                     frozen_stages)
         self.frozen_stages = frozen_stages
         self.with_cp = with_cp
         self.num_features = [dims * 2**i for i in range(num_stages)]

@@ -14,6 +14,7 @@ from mmvisattn.ops import resize_relative_position_table
 from mmvisattn.registry import MODELS
 from ..layers import PatchEmbed, PatchMerging, SwinBlock
 from ..layers.window_msa import check_variant
+from .base import check_stages, resolve_arch
 from mmvisattn.checkpoint import load_pretrained
 from ..utils.swin_convert import swin_any_to_mmvisattn
 
@@ -142,12 +143,10 @@ class SwinTransformer(BaseModule):
                  norm_eval: bool = False,
                  init_cfg: Optional[dict] = None):
         super().__init__(init_cfg=init_cfg)
-        if isinstance(arch, str):
-            if arch not in self.arch_zoo:
-                raise KeyError(f'SwinTransformer: unknown arch {arch!r}; '
-                               f'choose from {sorted(self.arch_zoo)} or pass '
-                               'a dict with embed_dims, depths, num_heads')
-            arch = self.arch_zoo[arch]
+        # a custom dict may leave out what embed_dims/depths/num_heads give
+        arch = resolve_arch('SwinTransformer', self.arch_zoo, arch,
+                            ('embed_dims', 'depths', 'num_heads'),
+                            require_keys=False)
         embed_dims = embed_dims or arch['embed_dims']
         depths = tuple(depths or arch['depths'])
         num_heads = tuple(num_heads or arch['num_heads'])
@@ -156,13 +155,8 @@ class SwinTransformer(BaseModule):
                              f'{num_heads} must have the same length')
         num_stages = len(depths)
         out_indices = tuple(out_indices)
-        bad = [i for i in out_indices if not 0 <= i < num_stages]
-        if bad:
-            raise ValueError(f'SwinTransformer: out_indices {bad} out of range '
-                             f'for {num_stages} stages')
-        if frozen_stages > num_stages:
-            raise ValueError(f'frozen_stages={frozen_stages} exceeds the '
-                             f'{num_stages} stages')
+        check_stages('SwinTransformer', num_stages, out_indices,
+                     frozen_stages)
 
         check_variant(attn_type, shift_mode, position)
         use_abs_pos_embed = use_abs_pos_embed or position in (

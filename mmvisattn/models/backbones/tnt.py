@@ -37,6 +37,7 @@ from mmvisattn.models.layers.transformer import TransformerLayer
 from mmvisattn.checkpoint import load_pretrained
 from mmvisattn.models.utils.tnt_convert import tnt_any_to_mmvisattn
 from mmvisattn.registry import MODELS
+from .base import resolve_arch
 
 
 class SqueezeExcite(nn.Module):
@@ -202,17 +203,9 @@ class TNT(BaseModule):
                  init_cfg: Optional[dict] = None):
         super().__init__(init_cfg=init_cfg)
         self.in_channels = in_channels
-        if isinstance(arch, str):
-            if arch.lower() not in self.arch_zoo:
-                raise ValueError(f'TNT arch {arch!r} is not one of '
-                                 f'{sorted(self.arch_zoo)}')
-            arch = self.arch_zoo[arch.lower()]
-        else:
-            needed = {'outer_dims', 'inner_dims', 'outer_heads',
-                      'inner_heads', 'depth'}
-            if not isinstance(arch, dict) or set(arch) != needed:
-                raise ValueError(f'a custom TNT arch is a dict with keys '
-                                 f'{sorted(needed)}, got {arch!r}')
+        arch = resolve_arch('TNT', self.arch_zoo, arch,
+                            ('outer_dims', 'inner_dims', 'outer_heads',
+                             'inner_heads', 'depth'))
         if out_type not in self.OUT_TYPES:
             raise ValueError(f'out_type must be one of {self.OUT_TYPES}, got '
                              f'{out_type!r}')
