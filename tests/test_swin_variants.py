@@ -658,3 +658,27 @@ def test_extra_global_block_mixes_all_tokens_and_loads_pretrained(tmp_path):
     assert far > 1e-4
     # without the global block the window cannot see that far ...
     assert far_plain.abs().max() < 1e-6
+
+
+def test_content_term_is_its_own_switch():
+    """``attn_cfg=dict(use_content=False)`` drops the q.k term;
+    ``position='relative_only'`` is an alias of it on the relative bias
+    (same parameters, same outputs), and the content term matters."""
+    torch.manual_seed(0)
+    alias = SwinTransformer(arch=dict(embed_dims=32, depths=(2, ),
+                                      num_heads=(2, )),
+                            position='relative_only', out_indices=(0, ))
+    flag = SwinTransformer(arch=dict(embed_dims=32, depths=(2, ),
+                                     num_heads=(2, )),
+                           attn_cfg=dict(use_content=False),
+                           out_indices=(0, ))
+    plain = SwinTransformer(arch=dict(embed_dims=32, depths=(2, ),
+                                      num_heads=(2, )), out_indices=(0, ))
+    flag.load_state_dict(alias.state_dict())
+    plain.load_state_dict(alias.state_dict())
+    x = torch.randn(1, 3, 56, 56)
+    for m in (alias, flag, plain):
+        m.eval()
+    with torch.no_grad():
+        torch.testing.assert_close(alias(x)[0], flag(x)[0])
+        assert (plain(x)[0] - flag(x)[0]).abs().max() > 1e-3

@@ -77,8 +77,10 @@ class SwinTransformer(BaseModule):
             ``'padding'`` (pad shifted windows, mask the padding) |
             ``'none'`` (no shifted blocks): Tables 4 and 5.
         position: ``'relative'`` (default) | ``'absolute'`` | ``'none'`` |
-            ``'absolute+relative'`` | ``'relative_only'`` (bias without the
-            q.k term): the rows of Table 4.
+            ``'absolute+relative'``: the rows of Table 4;
+            ``'relative_only'`` is an alias of ``'relative'`` with
+            ``attn_cfg=dict(use_content=False)`` (the bias without the q.k
+            term).
         attn_cfg: extra attention options, e.g. ``performer_features`` (FAVOR+
             random features, default d ln d for head width d)
             or ``chunk_tokens`` (rows per chunk on the CPU fast path).

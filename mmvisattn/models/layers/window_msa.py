@@ -10,8 +10,11 @@ checkpoints load) and dispatches to the kernels in :mod:`mmvisattn.ops`:
 * ``shift_mode`` (window attention only): ``'cyclic'`` (default),
   ``'padding'`` (Table 5's baseline), ``'none'`` (W-MSA in every block);
 * ``position``: ``'relative'`` (default), ``'absolute'``, ``'none'``,
-  ``'absolute+relative'``, ``'relative_only'`` (bias without the q.k term):
-  the rows of Table 4. The absolute embedding itself lives in the backbone.
+  ``'absolute+relative'``: the rows of Table 4. The absolute embedding
+  itself lives in the backbone;
+* ``use_content`` (default True): False drops the q.k term, leaving the
+  position bias alone. ``position='relative_only'`` is kept as an alias of
+  ``position='relative', use_content=False``.
 """
 import math
 from typing import Optional, Tuple
@@ -84,6 +87,7 @@ class SwinAttention(BaseModule):
                  attn_type: str = 'window',
                  shift_mode: str = 'cyclic',
                  position: str = 'relative',
+                 use_content: bool = True,
                  performer_features: Optional[int] = None,
                  chunk_tokens: int = CHUNK_TOKENS,
                  init_cfg=None):
@@ -92,16 +96,18 @@ class SwinAttention(BaseModule):
             raise ValueError(f'embed_dims={embed_dims} is not divisible by '
                              f'num_heads={num_heads}')
         check_variant(attn_type, shift_mode, position)
+        if position == 'relative_only':  # alias kept for older configs
+            position, use_content = 'relative', False
         self.embed_dims = embed_dims
         self.num_heads = num_heads
         self.window_size = window_size
         self.attn_type = attn_type
         self.shift_mode = shift_mode
-        self.use_content = position != 'relative_only'
+        self.use_content = use_content
         self.chunk_tokens = chunk_tokens
         self.scale = qk_scale or (embed_dims // num_heads)**-0.5
         self.attn_drop_rate = attn_drop_rate
-        if position in ('relative', 'absolute+relative', 'relative_only'):
+        if position in ('relative', 'absolute+relative'):
             self.relative_position_bias_table = nn.Parameter(
                 torch.zeros((2 * window_size - 1)**2, num_heads))
             self.register_buffer(
