@@ -1,6 +1,6 @@
 """Bad input: each case is either handled (and the handling is the asserted,
 documented behaviour) or refused with an error naming the file, key or
-shape. README "Bad input" lists the same table."""
+shape. docs/bad_input.md lists the same table."""
 import json
 import os.path as osp
 import shutil

@@ -101,8 +101,9 @@ def test_tnt_and_rswatt_recipes():
     ('tnt/tnt-s-p16_16xb64_300e_in1k.py', 23.77, 5.2),
 ])
 def test_params_and_flops_at_the_test_input(rel, params, flops):
-    """The full Table 1 comparison is `get_flops.py --table1` (README); here
-    a 224 Swin, the 384 window-12 Swin and TNT-S, pinned."""
+    """The full Table 1 comparison is `get_flops.py --table1`
+    (configs/swin/README.md); here a 224 Swin, the 384 window-12 Swin and
+    TNT-S, pinned."""
     get_flops = load_tool('tools/analysis_tools/get_flops.py')
     r = get_flops.count_config(osp.join(CONFIGS, rel))
     assert r['params'] / 1e6 == pytest.approx(params, abs=0.01)

@@ -212,10 +212,10 @@ def test_cli_config_and_table(tool, configs, tmp_path, capsys):
 def test_reppoints_v2_counts_and_the_account_of_the_gap(tool):
     """RepPoints v2 as the authors publish it (corner pools of 64 channels,
     1x1 output conv): R-50 38.5M / 229.6G against the paper's 42M / 274G
-    (Table 2(a)); the README explains the gap. Pinned here so the written
-    account stays true: the two deformable convs are free under mmcv 1.x's
-    hooks (as for the paper's counter), and the FPN's P6 conv reads C5
-    (2048 channels: 4.72M of the neck)."""
+    (Table 2(a)); configs/swin/README.md explains the gap. Pinned here so
+    the written account stays true: the two deformable convs are free under
+    mmcv 1.x's hooks (as for the paper's counter), and the FPN's P6 conv
+    reads C5 (2048 channels: 4.72M of the neck)."""
     path = osp.join(REPO, 'configs', 'swin',
                     'reppoints-v2_r50_fpn_giou_ms-3x_coco.py')
     result = tool.count_config(path)

@@ -116,9 +116,10 @@ def flops_tool():
 
 @pytest.mark.parametrize('name', sorted(SPEC))
 def test_ade_params_and_flops_against_table_3(name, flops_tool):
-    """512x512 configs at 512x2048, 640x640 ones at 640x2560 (README). All
-    within 3% of the paper but Swin-L's FLOPs, pinned to our count (the
-    README accounts for the difference)."""
+    """512x512 configs at 512x2048, 640x640 ones at 640x2560
+    (configs/swin/README.md). All within 3% of the paper but Swin-L's FLOPs,
+    pinned to our count (configs/swin/README.md accounts for the
+    difference)."""
     spec = SPEC[name]
     result = flops_tool.count_config(osp.join(ZOO_DIR, name))
     assert result['shape'] == (spec['crop'], 4 * spec['crop'])
