@@ -4,6 +4,7 @@ import importlib.util
 import json
 import os
 import os.path as osp
+import shutil
 import subprocess
 import sys
 
@@ -74,6 +75,30 @@ def default_scope_guard():
     finally:
         for name in set(DefaultScope._instance_dict) - before:
             DefaultScope._instance_dict.pop(name)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    if report.failed:
+        item.module._mmvisattn_failed = True
+    return report
+
+
+@pytest.fixture(scope='module', autouse=True)
+def _delete_module_tmp_folders(request, tmp_path_factory):
+    """Delete the folders a module's fixtures made with tmp_path_factory
+    once the module is done, unless one of its tests failed. Trained
+    checkpoints add up to ~20 GB per suite run otherwise (pytest.ini does the
+    same for each passed test's tmp_path). Autouse fixtures are set up first
+    and torn down last, so the module's own fixtures have finished by then."""
+    base = tmp_path_factory.getbasetemp()
+    before = set(os.listdir(base))
+    yield
+    if getattr(request.module, '_mmvisattn_failed', False):
+        return
+    for name in set(os.listdir(base)) - before:
+        shutil.rmtree(osp.join(base, name), ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)
