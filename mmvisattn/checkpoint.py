@@ -108,26 +108,8 @@ def verify_checkpoint(path: str, model: nn.Module,
         re.sub(r'^(module\.)+', '', k): v
         for k, v in model.state_dict().items()
     }
-    missing = sorted(set(expected) - set(state))
-    unexpected = sorted(set(state) - set(expected))
-    mismatched = [
-        f'{k} {tuple(state[k].shape)} vs model {tuple(v.shape)}'
-        for k, v in expected.items()
-        if k in state and hasattr(state[k], 'shape')
-        and tuple(state[k].shape) != tuple(v.shape)
-    ]
-    if missing or unexpected or mismatched:
-        problems = []
-        if mismatched:
-            problems.append(f'{len(mismatched)} shape mismatches: '
-                            f'{short_listing(mismatched)}')
-        if missing:
-            problems.append(f'{len(missing)} of the model\'s '
-                            f'{len(expected)} keys missing: '
-                            f'{short_listing(missing)}')
-        if unexpected:
-            problems.append(f'{len(unexpected)} unexpected keys: '
-                            f'{short_listing(unexpected)}')
+    problems = key_mismatches(state, expected)
+    if problems:
         raise CheckpointError(
             f'{path}: does not match the model built from the config '
             f'(another architecture or config?): ' + '; '.join(problems))
@@ -202,7 +184,7 @@ def _natural_key(key: str):
     return [int(t) if t.isdigit() else t for t in re.split(r'(\d+)', key)]
 
 
-def _describe(keys: Iterable[str], limit: int = 8) -> str:
+def grouped_keys(keys: Iterable[str], limit: int = 8) -> str:
     """Short listing: keys grouped by module (e.g. ``layers.2.blocks.6.*``)."""
     groups = OrderedDict()
     for key in sorted(keys, key=_natural_key):
@@ -212,6 +194,38 @@ def _describe(keys: Iterable[str], limit: int = 8) -> str:
     names = list(groups)
     more = f' ... and {len(names) - limit} more' if len(names) > limit else ''
     return ', '.join(names[:limit]) + more
+
+
+def key_mismatches(state: dict, own: dict,
+                   allowed_missing: Callable[[str], bool] = lambda k: False,
+                   allowed_unexpected: Callable[[str], bool] = lambda k: False
+                   ) -> List[str]:
+    """What keeps ``state`` from loading into a model whose state dict is
+    ``own``: shape mismatches, missing and unexpected keys (each allowed
+    key aside), as readable lines; empty when it fits. The one comparison
+    behind :func:`verify_checkpoint` and :func:`load_pretrained`."""
+    mismatched = [
+        f'{k}: checkpoint {tuple(state[k].shape)} vs model {tuple(v.shape)}'
+        for k, v in own.items()
+        if k in state and hasattr(state[k], 'shape')
+        and tuple(state[k].shape) != tuple(v.shape)
+    ]
+    missing = sorted(k for k in own
+                     if k not in state and not allowed_missing(k))
+    unexpected = sorted(k for k in state
+                        if k not in own and not allowed_unexpected(k))
+    problems = []
+    if mismatched:
+        problems.append(f'{len(mismatched)} shape mismatches: '
+                        f'{short_listing(mismatched)}')
+    if missing:
+        problems.append(f'{len(missing)} of the model\'s {len(own)} keys '
+                        f'missing from the checkpoint: '
+                        f'{grouped_keys(missing)}')
+    if unexpected:
+        problems.append(f'{len(unexpected)} unexpected keys in the '
+                        f'checkpoint: {grouped_keys(unexpected)}')
+    return problems
 
 
 def load_pretrained(model: nn.Module,
@@ -235,27 +249,12 @@ def load_pretrained(model: nn.Module,
     state = extract_state_dict(raw)
     if convert is not None:
         state = convert(state)
+    state = as_the_model_reads_it(model, state)
     own = model.state_dict()
     name = model.__class__.__name__
-    mismatched = [
-        f'{k}: checkpoint {tuple(v.shape)} vs model {tuple(own[k].shape)}'
-        for k, v in state.items() if k in own and v.shape != own[k].shape
-    ]
-    missing = [k for k in own if k not in state and not allowed_missing(k)]
-    unexpected = [
-        k for k in state if k not in own and not allowed_unexpected(k)
-    ]
-    if mismatched or missing or unexpected:
-        problems = []
-        if mismatched:
-            problems.append(f'{len(mismatched)} shape mismatches: '
-                            + '; '.join(mismatched[:8]))
-        if missing:
-            problems.append(f'{len(missing)} keys missing from the '
-                            f'checkpoint: {_describe(missing)}')
-        if unexpected:
-            problems.append(f'{len(unexpected)} unexpected keys in the '
-                            f'checkpoint: {_describe(unexpected)}')
+    problems = key_mismatches(state, own, allowed_missing,
+                              allowed_unexpected)
+    if problems:
         raise ValueError(
             f'checkpoint {checkpoint!r} does not match this {name} (wrong '
             f'architecture or arch/embed_dims/depths/window_size?): '
@@ -264,6 +263,6 @@ def load_pretrained(model: nn.Module,
         {k: v for k, v in state.items() if k in own}, strict=False)
     if result.missing_keys:
         logger.info(f'{name}: initialised from scratch (not in '
-                    f'{checkpoint}): {_describe(result.missing_keys)}')
+                    f'{checkpoint}): {grouped_keys(result.missing_keys)}')
     logger.info(f'{name}: loaded {len(state)} tensors from {checkpoint}')
     return state

@@ -3,6 +3,7 @@ attention and a direct per-query evaluation of its formula, its window
 bounds, gradients into the window predictor, the block and the backbone,
 and the Cascade Mask R-CNN / UperNet configs on coco128 / camvid_ade."""
 import os.path as osp
+import re
 
 import pytest
 import torch
@@ -165,11 +166,11 @@ def test_backbone_training_options():
     model.init_weights()
     model.train()
     assert not model.patch_embed.proj.weight.requires_grad
-    assert not any(p.requires_grad for p in model.stages[0].parameters())
+    assert not any(p.requires_grad for p in model.layers[0].parameters())
     outs = model(torch.randn(2, 3, 48, 48))
     assert [o.shape[1] for o in outs] == [128, 512]
     sum(o.sum() for o in outs).backward()
-    assert model.stages[1][0].attn.window_pred.weight.grad is not None
+    assert model.layers[1].blocks[0].attn.window_pred.weight.grad is not None
     with pytest.raises(ValueError, match='arch'):
         RSWAttTransformer(arch='huge')
     with pytest.raises(ValueError, match='out_indices'):
@@ -327,3 +328,23 @@ def test_extents_tool_plots_the_predicted_windows(tmp_path):
                      'upernet_rswatt-n_shapes-ade.py'), '--checkpoints',
             'init', '--images', str(tmp_path / 'missing.png')
         ])
+
+
+def test_rswatt_reads_its_checkpoints_of_the_old_stage_layout():
+    """RSWAtt once kept ``stages.{i}.{j}`` and ``downsamples.{i}``; it now
+    has Swin's ``layers.{i}.blocks.{j}`` / ``layers.{i}.downsample``."""
+    torch.manual_seed(0)
+    model = RSWAttTransformer(arch='nano', window_sizes=(3, )).eval()
+    model.init_weights()
+    old = {}
+    for key, value in model.state_dict().items():
+        key = re.sub(r'^layers\.(\d+)\.blocks\.', r'stages.\1.', key)
+        key = re.sub(r'^layers\.(\d+)\.downsample\.', r'downsamples.\1.', key)
+        old[key] = value.clone()
+    assert any(k.startswith('downsamples.') for k in old)
+    other = RSWAttTransformer(arch='nano', window_sizes=(3, )).eval()
+    other.load_state_dict(old)
+    x = torch.randn(1, 3, 40, 40)
+    with torch.no_grad():
+        for a, b in zip(model(x), other(x)):
+            torch.testing.assert_close(a, b, rtol=0, atol=0)

@@ -292,3 +292,32 @@ def test_same_mistake_same_error_in_every_backbone(name):
         with pytest.raises(ValueError,
                            match=rf'^{name}: out_indices \[7\] out of range'):
             cls(out_indices=(0, 7))
+
+
+@pytest.mark.parametrize('name', ['SwinTransformer', 'TNT',
+                                  'RSWAttTransformer'])
+def test_one_skeleton_freezes_and_evaluates_alike(name):
+    """The shared base (models/backbones/base.py): frozen_stages freezes
+    the embedding and the first stages and keeps them in eval mode, and
+    norm_eval keeps BatchNorm layers in eval mode, in every backbone."""
+    from mmvisattn.models import backbones
+    from mmvisattn.models.backbones.base import BackboneBase
+    cls = getattr(backbones, name)
+    small = dict(SwinTransformer=dict(depths=(1, 1), num_heads=(3, 6),
+                                      out_indices=(0, 1)),
+                 TNT=dict(arch=dict(outer_dims=48, inner_dims=8,
+                                    outer_heads=2, inner_heads=2, depth=2)),
+                 RSWAttTransformer=dict(arch='nano', window_sizes=(3, )))
+    model = cls(frozen_stages=1, norm_eval=True, **small[name])
+    assert isinstance(model, BackboneBase)
+    model.add_module('extra_bn', torch.nn.BatchNorm2d(4))
+    model.train()
+    modules, params = model.frozen_parts()
+    assert modules and all(not m.training for m in modules)
+    frozen = {id(p) for m in modules for p in m.parameters()}
+    frozen |= {id(p) for p in params}
+    for p in model.parameters():
+        assert p.requires_grad == (id(p) not in frozen)
+    assert not model.extra_bn.training
+    assert any(m.training for m in model.modules() if m is not model)
+

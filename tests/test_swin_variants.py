@@ -15,7 +15,8 @@ import torch.nn.functional as F
 
 from conftest import REPO
 from mmvisattn.models.backbones import SwinTransformer
-from mmvisattn.models.layers.window_msa import SwinAttention
+from mmvisattn.models.layers.window_msa import (SwinAttention,
+                                                build_swin_attention)
 from mmvisattn.ops import (orthogonal_random_features, performer_attention,
                            sliding_window_attention_blocked,
                            sliding_window_attention_naive)
@@ -38,7 +39,7 @@ C, HEADS = 12, 3  # SwinAttention width for the property tests
 def _attn(window_size=4, seed=0, **kwargs):
     """A SwinAttention with non-trivial weights (incl. the bias table)."""
     torch.manual_seed(seed)
-    attn = SwinAttention(C, HEADS, window_size, **kwargs)
+    attn = build_swin_attention(C, HEADS, window_size, **kwargs)
     if attn.relative_position_bias_table is not None:
         with torch.no_grad():
             attn.relative_position_bias_table.normal_()
@@ -485,14 +486,14 @@ def test_bad_variant_fields_are_refused(kwargs, field):
     bad = [v for v in kwargs.values() if f'{v!r}' in str(err.value)]
     assert bad, str(err.value)  # names the offending value too
     with pytest.raises(ValueError, match=field):
-        SwinAttention(C, HEADS, 4, **kwargs)
+        build_swin_attention(C, HEADS, 4, **kwargs)
 
 
 def test_valid_global_variants_build():
     for kwargs in (dict(attn_type='performer', position='absolute'),
                    dict(attn_type='performer', position='none'),
                    dict(attn_type='global', position='none')):
-        SwinAttention(C, HEADS, 4, **kwargs)
+        build_swin_attention(C, HEADS, 4, **kwargs)
 
 
 # ----------------------------------------- every variant in detector/segmentor
@@ -682,3 +683,29 @@ def test_content_term_is_its_own_switch():
     with torch.no_grad():
         torch.testing.assert_close(alias(x)[0], flag(x)[0])
         assert (plain(x)[0] - flag(x)[0]).abs().max() > 1e-3
+
+
+def test_attention_kinds_are_registered_classes_and_the_strings_alias_them():
+    """attn_cfg=dict(type=...) builds each kind; the older attn_type strings
+    build the same class with the same weights and outputs."""
+    from mmvisattn.models.layers.window_msa import ATTN_TYPES
+    from mmvisattn.registry import MODELS
+    x = torch.randn(2, 9, 7, C)
+    for alias, name in ATTN_TYPES.items():
+        position = 'none' if alias in ('performer', 'global') else 'relative'
+        by_type = _attn(type=name, position=position)
+        by_alias = _attn(attn_type=alias, position=position)
+        assert type(by_type) is type(by_alias) is MODELS.get(name)
+        assert by_type.attn_type == alias
+        with torch.no_grad():
+            torch.testing.assert_close(by_type(x, 2), by_alias(x, 2),
+                                       rtol=0, atol=0)
+    model = SwinTransformer(depths=(2, ), num_heads=(3, ), out_indices=(0, ),
+                            attn_cfg=dict(type='HaloSlidingWindowAttention'))
+    assert model.layers[0].blocks[1].attn.attn_type == 'sliding_blocked'
+    with pytest.raises(ValueError, match="type='Nope' is not a Swin"):
+        build_swin_attention(C, HEADS, 4, type='Nope')
+    with pytest.raises(ValueError, match='different attention kinds'):
+        SwinTransformer(depths=(2, ), num_heads=(3, ), out_indices=(0, ),
+                        attn_type='sliding',
+                        attn_cfg=dict(type='GlobalAttention'))

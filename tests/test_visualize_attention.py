@@ -11,7 +11,7 @@ import torch
 from PIL import Image
 
 from conftest import REPO, generate_shapes, load_tool
-from mmvisattn.models.layers import MultiheadSelfAttention, SwinAttention
+from mmvisattn.models.layers import MultiheadSelfAttention, WindowAttention
 from mmvisattn.ops import (padding_key_mask, shifted_window_mask,
                            window_attention, window_attention_weights,
                            window_layout)
@@ -68,7 +68,7 @@ def test_swin_probs_reproduce_the_module(shift_mode, shift):
     """probs @ v, projected and put back in place, is the module's output:
     the tool recomputes what the block computed (map 6x7 is padded)."""
     torch.manual_seed(0)
-    attn = SwinAttention(16, 2, 4, shift_mode=shift_mode).eval()
+    attn = WindowAttention(16, 2, 4, shift_mode=shift_mode).eval()
     attn.init_weights()
     x = torch.randn(2, 6, 7, 16)
     with torch.no_grad():
@@ -175,7 +175,7 @@ def test_tnt_attention_rows_sum_to_one():
 
 def test_rswatt_extents_within_limits(rswatt):
     img = torch.randn(1, 3, 64, 64)
-    attn = rswatt.stages[0][1].attn
+    attn = rswatt.layers[0].blocks[1].attn
     found = tool.rswatt_extents(rswatt, img, stage=0, block=1)
     # the predictor starts at init_extent of the largest window everywhere
     np.testing.assert_allclose(

@@ -110,7 +110,8 @@ from benchmark_backbone import build_pair  # noqa: E402
 
 import mmvisattn  # noqa: E402,F401
 from mmvisattn.models.backbones import SwinTransformer  # noqa: E402
-from mmvisattn.models.layers.window_msa import SwinAttention  # noqa: E402
+from mmvisattn.models.layers.window_msa import \
+    build_swin_attention  # noqa: E402
 
 WINDOW = 7
 # (H = W, C, heads) of Swin-T's four stages for a 224x224 input
@@ -222,7 +223,7 @@ def msa_per_stage(args, device):
         fns, failed = {}, {}
         for label, kwargs, _ in VARIANTS:
             try:
-                m = SwinAttention(C, heads, WINDOW, **kwargs)
+                m = build_swin_attention(C, heads, WINDOW, **kwargs)
                 m.init_weights()
                 m.to(device).eval()
             except Exception as e:  # report, keep the other rows
@@ -478,7 +479,7 @@ def scaling(args, device):
     from mmvisattn.models.layers import ReconstructedWindowAttention
 
     def swin(**kwargs):
-        return (lambda: SwinAttention(C, heads, WINDOW, **kwargs),
+        return (lambda: build_swin_attention(C, heads, WINDOW, **kwargs),
                 lambda m, x: m(x, WINDOW // 2))
 
     def rswatt(*sizes):

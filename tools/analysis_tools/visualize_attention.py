@@ -198,7 +198,7 @@ class WindowProbs(NamedTuple):
 def swin_window_probs(attn: torch.nn.Module, x: torch.Tensor,
                       shift_size: int) -> WindowProbs:
     """Recompute ``attn(x, shift_size)``'s window attention probabilities
-    (``x``: its (B, H, W, C) input) with its weights, as ``_windows`` does."""
+    (``x``: its (B, H, W, C) input) with its weights, as its forward does."""
     if attn.attn_type != 'window':
         raise ValueError(f"--config: attn_type={attn.attn_type!r}; only "
                          "'window' attention has windows to show")
@@ -476,9 +476,9 @@ def rswatt_extents(model: RSWAttTransformer, img: torch.Tensor, stage: int,
                    block: int) -> RSWAttExtents:
     """The window extents ``block`` of ``stage`` predicts for ``img``
     (recorded by the layer itself: ``record_extents`` / ``last_extents``)."""
-    check_index(stage, len(model.stages), '--stage')
-    check_index(block, len(model.stages[stage]), '--block')
-    attn = model.stages[stage][block].attn
+    check_index(stage, len(model.layers), '--stage')
+    check_index(block, len(model.layers[stage].blocks), '--block')
+    attn = model.layers[stage].blocks[block].attn
     if attn.reconstruct != 'soft':
         raise ValueError(f"--config: reconstruct={attn.reconstruct!r} "
                          "predicts no windows; only 'soft' RSWAtt does")

@@ -1,6 +1,23 @@
-"""Checks every backbone makes the same way, so that the same mistake gets
-the same error (type and wording) from Swin, TNT and RSWAtt."""
-from typing import Dict, Optional, Sequence
+"""The backbone skeleton every family shares.
+
+:func:`resolve_arch` and :func:`check_stages` make the checks every backbone
+makes, so the same mistake gets the same error (type and wording) from
+Swin, TNT and RSWAtt; :class:`BackboneBase` holds freezing, ``norm_eval``,
+init and pretrained loading; :class:`HierarchicalBackbone` is Swin's
+pyramid (patch embedding, :class:`BlockStage` stages with merging, output
+norms), on which Swin and RSWAtt differ only in their blocks.
+"""
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import torch
+import torch.nn as nn
+from mmcv.cnn import build_norm_layer
+from mmengine.logging import MMLogger
+from mmengine.model import BaseModule, ModuleList
+from mmengine.model.weight_init import constant_init, trunc_normal_
+from torch.nn.modules.batchnorm import _BatchNorm
+
+from mmvisattn.checkpoint import load_pretrained
 
 
 def resolve_arch(owner: str, arch_zoo: Dict[str, dict], arch,
@@ -37,3 +54,171 @@ def check_stages(owner: str, num_stages: int, out_indices: Sequence[int],
     if frozen_stages is not None and frozen_stages > num_stages:
         raise ValueError(f'{owner}: frozen_stages={frozen_stages} exceeds '
                          f'the {num_stages} stages')
+
+
+class BackboneBase(BaseModule):
+    """What every backbone here shares: presets and checks (above), freezing
+    with ``frozen_stages``, ``norm_eval``, initialisation and pretrained
+    loading through :func:`mmvisattn.checkpoint.load_pretrained`.
+
+    A backbone says which modules and parameters ``frozen_stages`` freezes
+    (:meth:`frozen_parts`), how a checkpoint maps onto it
+    (:meth:`convert_checkpoint`) and which keys a pretrained file may lack
+    or add (:meth:`new_in_pretrained`, :meth:`foreign_in_pretrained`).
+    """
+
+    frozen_stages: int = -1
+    norm_eval: bool = False
+
+    # ------------------------------------------------------------ freezing
+    def frozen_parts(self) -> Tuple[List[nn.Module], List[nn.Parameter]]:
+        """Modules (set to eval) and loose parameters frozen by
+        ``frozen_stages``."""
+        return [], []
+
+    def _freeze_stages(self):
+        if self.frozen_stages < 0:
+            return
+        modules, params = self.frozen_parts()
+        for m in modules:
+            m.eval()
+            params = params + list(m.parameters())
+        for p in params:
+            p.requires_grad = False
+
+    def train(self, mode: bool = True):
+        super().train(mode)
+        self._freeze_stages()
+        if mode and self.norm_eval:
+            for m in self.modules():
+                if isinstance(m, _BatchNorm):
+                    m.eval()
+        return self
+
+    # ------------------------------------------------------------- weights
+    @staticmethod
+    def init_transformer(module: nn.Module):
+        """Linear: truncated normal (std .02), zero bias; LayerNorm: 1, 0."""
+        for m in module.modules():
+            if isinstance(m, nn.Linear):
+                trunc_normal_(m.weight, std=.02)
+                if m.bias is not None:
+                    nn.init.zeros_(m.bias)
+            elif isinstance(m, nn.LayerNorm):
+                constant_init(m, 1.0, 0.)
+
+    def init_from_scratch(self):
+        """Weights when no ``init_cfg`` is given: each sub-module's own
+        ``init_weights`` (e.g. relative position tables), then the
+        transformer init of every Linear and LayerNorm."""
+        BaseModule.init_weights(self)
+        self.init_transformer(self)
+
+    def init_new_parts(self):
+        """Initialise what a pretrained file does not hold."""
+
+    def convert_checkpoint(self, state: dict) -> dict:
+        """A checkpoint's state dict in this backbone's layout."""
+        return state
+
+    def new_in_pretrained(self, key: str) -> bool:
+        """Keys of ours a pretrained file may lack."""
+        return False
+
+    def foreign_in_pretrained(self, key: str) -> bool:
+        """Keys of a pretrained file that are not ours (e.g. a head)."""
+        return False
+
+    def init_weights(self):
+        if self.init_cfg is not None and self.init_cfg.get(
+                'type') == 'Pretrained':
+            self.init_new_parts()
+            self.load_pretrained(self.init_cfg['checkpoint'])
+        elif self.init_cfg is not None:
+            super().init_weights()
+        else:
+            self.init_from_scratch()
+
+    def load_pretrained(self, checkpoint: str) -> dict:
+        return load_pretrained(
+            self, checkpoint, convert=self.convert_checkpoint,
+            allowed_missing=self.new_in_pretrained,
+            allowed_unexpected=self.foreign_in_pretrained,
+            logger=MMLogger.get_current_instance())
+
+
+class BlockStage(BaseModule):
+    """``blocks`` run in turn on (B, H*W, C) tokens of an (H, W) map, then
+    the optional ``downsample`` (run by the backbone, after the stage's
+    output is taken): the parameter layout ``layers.{i}.blocks.{j}`` /
+    ``layers.{i}.downsample`` of the official Swin release."""
+
+    def __init__(self, blocks: Sequence[nn.Module],
+                 downsample: Optional[nn.Module] = None):
+        super().__init__()
+        self.blocks = ModuleList(blocks)
+        self.downsample = downsample
+
+    def forward(self, x: torch.Tensor, hw_shape: Tuple[int, int]):
+        for block in self.blocks:
+            x = block(x, hw_shape)
+        return x
+
+
+class HierarchicalBackbone(BackboneBase):
+    """Swin's skeleton: patch embedding, then stages of blocks with patch
+    merging between them; every stage in ``out_indices`` is returned
+    through its own output norm ``norm{i}`` as an NCHW map (strides 4, 8,
+    16, 32 for patch 4). Subclasses set ``patch_embed`` first (the order
+    of parameters is the order optimizer states are saved in), build the
+    stages' blocks and call :meth:`build_skeleton`; hooks :meth:`embed_tokens` and
+    :meth:`after_stage` add what a family has beyond it."""
+
+    def build_skeleton(self, owner: str, stages: Sequence[BlockStage],
+                       num_features: Sequence[int],
+                       out_indices: Sequence[int], frozen_stages: int,
+                       norm_eval: bool, norm_cfg: dict):
+        out_indices = tuple(out_indices)
+        check_stages(owner, len(stages), out_indices, frozen_stages)
+        self.layers = ModuleList(stages)
+        self.num_features = list(num_features)
+        self.out_indices = out_indices
+        self.out_channels = [self.num_features[i] for i in out_indices]
+        self.frozen_stages = frozen_stages
+        self.norm_eval = norm_eval
+        for i in out_indices:
+            self.add_module(f'norm{i}',
+                            build_norm_layer(norm_cfg,
+                                             self.num_features[i])[1])
+
+    def frozen_parts(self):
+        modules = [self.patch_embed]
+        for i in range(self.frozen_stages):
+            modules.append(self.layers[i])
+            if i in self.out_indices:
+                modules.append(getattr(self, f'norm{i}'))
+        return modules, []
+
+    def embed_tokens(self, x: torch.Tensor, hw_shape) -> torch.Tensor:
+        """Tokens after the patch embedding (e.g. + position, dropout)."""
+        return x
+
+    def after_stage(self, i: int, x: torch.Tensor, hw_shape) -> torch.Tensor:
+        """Tokens after stage ``i``'s blocks, before its output norm."""
+        return x
+
+    def forward(self, x: torch.Tensor) -> Tuple[torch.Tensor, ...]:
+        x, hw_shape = self.patch_embed(x)
+        x = self.embed_tokens(x, hw_shape)
+        outs = []
+        for i, stage in enumerate(self.layers):
+            x = self.after_stage(i, stage(x, hw_shape), hw_shape)
+            if i in self.out_indices:
+                out = getattr(self, f'norm{i}')(x)
+                outs.append(
+                    out.view(-1, *hw_shape, self.num_features[i]).permute(
+                        0, 3, 1, 2).contiguous())
+            if stage.downsample is not None:
+                x, hw_shape = stage.downsample(x, hw_shape)
+        # a tuple: what mmdet, mmseg and mmpretrain necks all take
+        return tuple(outs)

@@ -7,18 +7,14 @@ from typing import Optional, Sequence
 
 import torch
 import torch.nn as nn
-import torch.utils.checkpoint as cp
-from mmcv.cnn import build_norm_layer
-from mmengine.model import BaseModule, ModuleList
-from mmengine.model.weight_init import trunc_normal_
 
 from mmvisattn.models.layers import PatchEmbed, PatchMerging, RSWAttBlock
 from mmvisattn.registry import MODELS
-from .base import check_stages, resolve_arch
+from .base import BlockStage, HierarchicalBackbone, resolve_arch
 
 
 @MODELS.register_module()
-class RSWAttTransformer(BaseModule):
+class RSWAttTransformer(HierarchicalBackbone):
     """RSWAtt backbone.
 
     Args:
@@ -29,7 +25,8 @@ class RSWAttTransformer(BaseModule):
             multi-scale fusion runs all of them in every block).
         attn_cfg (dict): more :class:`ReconstructedWindowAttention` options
             (``temperature``, ``predictor``, ``init_extent``...).
-        out_indices, frozen_stages, with_cp, drop_path_rate: as Swin's.
+        out_indices, frozen_stages, norm_eval, with_cp, drop_path_rate: as
+            Swin's (the same skeleton, :class:`HierarchicalBackbone`).
     """
     arch_zoo = {
         'tiny': dict(embed_dims=96, depths=(2, 2, 6, 2),
@@ -50,6 +47,7 @@ class RSWAttTransformer(BaseModule):
                  attn_cfg: Optional[dict] = None,
                  out_indices: Sequence[int] = (0, 1, 2, 3),
                  frozen_stages: int = -1,
+                 norm_eval: bool = False,
                  with_cp: bool = False,
                  norm_cfg: dict = dict(type='LN'),
                  init_cfg: Optional[dict] = None):
@@ -59,84 +57,48 @@ class RSWAttTransformer(BaseModule):
         dims, depths, heads = (arch['embed_dims'], tuple(arch['depths']),
                                tuple(arch['num_heads']))
         if len(depths) != len(heads):
-            raise ValueError(f'depths {depths} and num_heads {heads} differ '
-                             'in length')
+            raise ValueError(f'RSWAttTransformer: depths {depths} and '
+                             f'num_heads {heads} must have the same length')
         num_stages = len(depths)
-        self.out_indices = tuple(out_indices)
-        check_stages('RSWAttTransformer', num_stages, self.out_indices,
-                     frozen_stages)
-        self.frozen_stages = frozen_stages
-        self.with_cp = with_cp
-        self.num_features = [dims * 2**i for i in range(num_stages)]
+        num_features = [dims * 2**i for i in range(num_stages)]
         self.patch_embed = PatchEmbed(in_channels, dims, patch_size,
                                       norm_cfg)
         self.drop_after_pos = nn.Dropout(drop_rate)
         rates = torch.linspace(0, drop_path_rate, sum(depths)).tolist()
-        self.stages = ModuleList()
-        self.downsamples = ModuleList()
+        stages = []
         for i, (depth, num_heads) in enumerate(zip(depths, heads)):
             start = sum(depths[:i])
-            self.stages.append(ModuleList(
-                RSWAttBlock(self.num_features[i], num_heads, window_sizes,
-                            mlp_ratio, drop_rate, attn_drop_rate,
-                            rates[start + j], attn_cfg, norm_cfg)
-                for j in range(depth)))
-            self.downsamples.append(
-                PatchMerging(self.num_features[i], norm_cfg=norm_cfg)
-                if i < num_stages - 1 else nn.Identity())
-        for i in self.out_indices:
-            self.add_module(f'norm{i}',
-                            build_norm_layer(norm_cfg,
-                                             self.num_features[i])[1])
+            stages.append(BlockStage(
+                [RSWAttBlock(num_features[i], num_heads, window_sizes,
+                             mlp_ratio, drop_rate, attn_drop_rate,
+                             rates[start + j], attn_cfg, norm_cfg,
+                             with_cp=with_cp) for j in range(depth)],
+                PatchMerging(num_features[i], norm_cfg=norm_cfg)
+                if i < num_stages - 1 else None))
+        self.build_skeleton('RSWAttTransformer', stages, num_features,
+                            out_indices, frozen_stages, norm_eval, norm_cfg)
+        self._freeze_stages()
+        self._register_load_state_dict_pre_hook(self._old_stage_layout)
 
-    def init_weights(self):
-        if self.init_cfg is not None:
-            super().init_weights()
-            return
-        for m in self.modules():
-            if isinstance(m, nn.Linear):
-                trunc_normal_(m.weight, std=.02)
-                if m.bias is not None:
-                    nn.init.zeros_(m.bias)
-            elif isinstance(m, nn.LayerNorm):
-                nn.init.ones_(m.weight)
-                nn.init.zeros_(m.bias)
-        for stage in self.stages:
-            for block in stage:
+    @staticmethod
+    def _old_stage_layout(state_dict, prefix, *args, **kwargs):
+        """Checkpoints saved before the shared skeleton have
+        ``stages.{i}.{j}.*`` and ``downsamples.{i}.*``; they are now
+        ``layers.{i}.blocks.{j}.*`` and ``layers.{i}.downsample.*``."""
+        for key in [k for k in state_dict if k.startswith(
+                (prefix + 'stages.', prefix + 'downsamples.'))]:
+            rest = key[len(prefix):].split('.')
+            if rest[0] == 'stages':
+                new = ['layers', rest[1], 'blocks', *rest[2:]]
+            else:
+                new = ['layers', rest[1], 'downsample', *rest[2:]]
+            state_dict[prefix + '.'.join(new)] = state_dict.pop(key)
+
+    def init_from_scratch(self):
+        self.init_transformer(self)
+        for stage in self.layers:
+            for block in stage.blocks:
                 block.attn.init_weights()  # relative tables, predictor
 
-    def forward(self, x: torch.Tensor):
-        x, hw = self.patch_embed(x)
-        x = self.drop_after_pos(x)
-        outs = []
-        for i, (stage, down) in enumerate(zip(self.stages,
-                                              self.downsamples)):
-            for block in stage:
-                if self.with_cp and self.training and x.requires_grad:
-                    x = cp.checkpoint(block, x, hw, use_reentrant=False)
-                else:
-                    x = block(x, hw)
-            if i in self.out_indices:
-                out = getattr(self, f'norm{i}')(x)
-                outs.append(out.view(-1, *hw, self.num_features[i]).permute(
-                    0, 3, 1, 2).contiguous())
-            if not isinstance(down, nn.Identity):
-                x, hw = down(x, hw)
-        return tuple(outs)
-
-    def _freeze(self):
-        if self.frozen_stages < 0:
-            return
-        frozen = [self.patch_embed] + [
-            m for i in range(self.frozen_stages)
-            for m in (self.stages[i], self.downsamples[i])
-        ]
-        for module in frozen:
-            module.eval()
-            for p in module.parameters():
-                p.requires_grad = False
-
-    def train(self, mode: bool = True):
-        super().train(mode)
-        self._freeze()
-        return self
+    def embed_tokens(self, x: torch.Tensor, hw_shape) -> torch.Tensor:
+        return self.drop_after_pos(x)

@@ -1,25 +1,20 @@
 """Swin Transformer backbone for dense prediction (Liu et al., ICCV 2021)."""
-from typing import Dict, Optional, Sequence, Tuple, Union
+from typing import Dict, Optional, Sequence, Union
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from mmcv.cnn import build_norm_layer
-from mmengine.logging import MMLogger
-from mmengine.model import BaseModule, ModuleList
-from mmengine.model.weight_init import constant_init, trunc_normal_
-from torch.nn.modules.batchnorm import _BatchNorm
+from mmengine.model.weight_init import trunc_normal_
 
 from mmvisattn.ops import resize_relative_position_table
 from mmvisattn.registry import MODELS
 from ..layers import PatchEmbed, PatchMerging, SwinBlock
-from ..layers.window_msa import check_variant
-from .base import check_stages, resolve_arch
-from mmvisattn.checkpoint import load_pretrained
+from ..layers.window_msa import attention_class
 from ..utils.swin_convert import swin_any_to_mmvisattn
+from .base import BlockStage, HierarchicalBackbone, resolve_arch
 
 
-class SwinStage(BaseModule):
+class SwinStage(BlockStage):
     """``depth`` blocks alternating W-MSA / SW-MSA, then optional merging."""
 
     def __init__(self,
@@ -31,8 +26,7 @@ class SwinStage(BaseModule):
                  downsample: Optional[nn.Module] = None,
                  with_cp: bool = False,
                  **block_kwargs):
-        super().__init__()
-        self.blocks = ModuleList([
+        super().__init__([
             SwinBlock(
                 embed_dims=embed_dims,
                 num_heads=num_heads,
@@ -41,17 +35,11 @@ class SwinStage(BaseModule):
                 drop_path_rate=drop_path_rates[i],
                 with_cp=with_cp,
                 **block_kwargs) for i in range(depth)
-        ])
-        self.downsample = downsample
-
-    def forward(self, x, hw_shape):
-        for block in self.blocks:
-            x = block(x, hw_shape)
-        return x
+        ], downsample)
 
 
 @MODELS.register_module()
-class SwinTransformer(BaseModule):
+class SwinTransformer(HierarchicalBackbone):
     """Swin Transformer: hierarchical ViT with shifted windows.
 
     Emits a feature pyramid (NCHW, strides 4/8/16/32) for FPN-style necks;
@@ -70,9 +58,10 @@ class SwinTransformer(BaseModule):
         patch_norm: LayerNorm after patch embedding and in patch merging.
         drop_rate, attn_drop_rate: dropout rates.
         drop_path_rate: stochastic depth, rising linearly over all blocks.
-        attn_type: ``'window'`` (default) | ``'sliding'`` (naive unfold) |
-            ``'sliding_blocked'`` (halo tiles, same result, no unfolded keys)
-            | ``'performer'`` (FAVOR+) | ``'global'`` (full MSA): Table 5.
+        attn_type: alias of ``attn_cfg=dict(type=...)``: ``'window'``
+            (default) | ``'sliding'`` (naive unfold) | ``'sliding_blocked'``
+            (halo tiles, same result, no unfolded keys) | ``'performer'``
+            (FAVOR+) | ``'global'`` (full MSA): Table 5.
         shift_mode: ``'cyclic'`` (default: roll + batched mask) |
             ``'padding'`` (pad shifted windows, mask the padding) |
             ``'none'`` (no shifted blocks): Tables 4 and 5.
@@ -81,9 +70,13 @@ class SwinTransformer(BaseModule):
             ``'relative_only'`` is an alias of ``'relative'`` with
             ``attn_cfg=dict(use_content=False)`` (the bias without the q.k
             term).
-        attn_cfg: extra attention options, e.g. ``performer_features`` (FAVOR+
-            random features, default d ln d for head width d)
-            or ``chunk_tokens`` (rows per chunk on the CPU fast path).
+        attn_cfg: the attention kind and its options:
+            ``type`` (``'WindowAttention'``, ``'SlidingWindowAttention'``,
+            ``'HaloSlidingWindowAttention'``, ``'PerformerAttention'``,
+            ``'GlobalAttention'``; see :mod:`mmvisattn.models.layers.
+            window_msa`), ``use_content``, ``performer_features`` (FAVOR+
+            random features, default d ln d for head width d) or
+            ``chunk_tokens`` (rows per chunk on the CPU fast path).
         use_abs_pos_embed: add an absolute position embedding (also implied
             by ``position='absolute'``/``'absolute+relative'``);
             ``pretrain_img_size`` sets its grid, resized bicubically to other
@@ -156,22 +149,20 @@ class SwinTransformer(BaseModule):
             raise ValueError(f'SwinTransformer: depths {depths} and num_heads '
                              f'{num_heads} must have the same length')
         num_stages = len(depths)
-        out_indices = tuple(out_indices)
-        check_stages('SwinTransformer', num_stages, out_indices,
-                     frozen_stages)
 
-        check_variant(attn_type, shift_mode, position)
-        use_abs_pos_embed = use_abs_pos_embed or position in (
+        attn_cfg = dict(attn_cfg or {})
+        if attn_type != 'window' or 'type' not in attn_cfg:
+            attn_cfg['attn_type'] = attn_type
+        attn_cfg.setdefault('shift_mode', shift_mode)
+        attn_cfg.setdefault('position', position)
+        attention_class(attn_cfg.get('attn_type'), attn_cfg.get('type')).check(
+            attn_cfg['shift_mode'], attn_cfg['position'])
+        use_abs_pos_embed = use_abs_pos_embed or attn_cfg['position'] in (
             'absolute', 'absolute+relative')
-        attn_cfg = dict(attn_cfg or {}, attn_type=attn_type,
-                        shift_mode=shift_mode, position=position)
         self.embed_dims = embed_dims
         self.depths = depths
         self.num_heads = num_heads
         self.window_size = window_size
-        self.out_indices = out_indices
-        self.frozen_stages = frozen_stages
-        self.norm_eval = norm_eval
         self.use_abs_pos_embed = use_abs_pos_embed
 
         self.patch_embed = PatchEmbed(in_channels, embed_dims, patch_size,
@@ -184,51 +175,38 @@ class SwinTransformer(BaseModule):
         self.drop_after_pos = nn.Dropout(p=drop_rate)
 
         dpr = torch.linspace(0, drop_path_rate, sum(depths)).tolist()
-        self.num_features = [embed_dims * 2**i for i in range(num_stages)]
-        self.layers = ModuleList()
-        for i in range(num_stages):
-            downsample = PatchMerging(
-                self.num_features[i], self.num_features[i] * 2,
-                norm_cfg if patch_norm else None) \
-                if i < num_stages - 1 else None
-            self.layers.append(
-                SwinStage(
-                    embed_dims=self.num_features[i],
-                    depth=depths[i],
-                    num_heads=num_heads[i],
-                    window_size=window_size,
-                    drop_path_rates=dpr[sum(depths[:i]):sum(depths[:i + 1])],
-                    downsample=downsample,
-                    with_cp=with_cp,
-                    mlp_ratio=mlp_ratio,
-                    qkv_bias=qkv_bias,
-                    qk_scale=qk_scale,
-                    drop_rate=drop_rate,
-                    attn_drop_rate=attn_drop_rate,
-                    act_cfg=act_cfg,
-                    norm_cfg=norm_cfg,
-                    attn_cfg=attn_cfg))
-        for i in out_indices:
-            self.add_module(f'norm{i}',
-                            build_norm_layer(norm_cfg,
-                                             self.num_features[i])[1])
+        num_features = [embed_dims * 2**i for i in range(num_stages)]
+        block_kwargs = dict(mlp_ratio=mlp_ratio, qkv_bias=qkv_bias,
+                            qk_scale=qk_scale, drop_rate=drop_rate,
+                            attn_drop_rate=attn_drop_rate, act_cfg=act_cfg,
+                            norm_cfg=norm_cfg, with_cp=with_cp)
+        stages = [
+            SwinStage(
+                embed_dims=num_features[i],
+                depth=depths[i],
+                num_heads=num_heads[i],
+                window_size=window_size,
+                drop_path_rates=dpr[sum(depths[:i]):sum(depths[:i + 1])],
+                downsample=PatchMerging(
+                    num_features[i], num_features[i] * 2,
+                    norm_cfg if patch_norm else None)
+                if i < num_stages - 1 else None,
+                attn_cfg=attn_cfg,
+                **block_kwargs) for i in range(num_stages)
+        ]
+        self.build_skeleton(
+            'SwinTransformer', stages, num_features, out_indices, frozen_stages, norm_eval, norm_cfg)
+        # the HTC++ backbone's extra block: global attention, no position
+        global_cfg = {k: v for k, v in attn_cfg.items()
+                      if k not in ('type', 'attn_type', 'performer_features')}
         self.global_block = SwinBlock(
-            embed_dims=self.num_features[-1],
+            embed_dims=num_features[-1],
             num_heads=num_heads[-1],
             window_size=window_size,
-            mlp_ratio=mlp_ratio,
-            qkv_bias=qkv_bias,
-            qk_scale=qk_scale,
-            drop_rate=drop_rate,
-            attn_drop_rate=attn_drop_rate,
             drop_path_rate=drop_path_rate,
-            act_cfg=act_cfg,
-            norm_cfg=norm_cfg,
-            with_cp=with_cp,
-            attn_cfg=dict(
-                attn_cfg, attn_type='global',
-                position='none')) if extra_global_block else None
-        self.out_channels = [self.num_features[i] for i in out_indices]
+            attn_cfg=dict(global_cfg, type='GlobalAttention',
+                          position='none'),
+            **block_kwargs) if extra_global_block else None
         self._freeze_stages()
         self._register_load_state_dict_pre_hook(self._release_pos_embed)
 
@@ -243,30 +221,16 @@ class SwinTransformer(BaseModule):
                 2).transpose(1, 2)
 
     # ------------------------------------------------------------------ init
-    @staticmethod
-    def _init_transformer(module: nn.Module):
-        for m in module.modules():
-            if isinstance(m, nn.Linear):
-                trunc_normal_(m.weight, std=.02)
-                if m.bias is not None:
-                    nn.init.zeros_(m.bias)
-            elif isinstance(m, nn.LayerNorm):
-                constant_init(m, 1.0, 0.)
+    def init_from_scratch(self):
+        super().init_from_scratch()
+        if self.use_abs_pos_embed:
+            trunc_normal_(self.absolute_pos_embed, std=.02)
 
-    def init_weights(self):
-        if self.init_cfg is not None and self.init_cfg.get(
-                'type') == 'Pretrained':
-            if self.global_block is not None:  # not in any pretrained file
-                self._init_transformer(self.global_block)
-            self._load_pretrained(self.init_cfg['checkpoint'])
-            return
-        super().init_weights()  # SwinAttention initialises its bias tables
-        if self.init_cfg is None:
-            self._init_transformer(self)
-            if self.use_abs_pos_embed:
-                trunc_normal_(self.absolute_pos_embed, std=.02)
+    def init_new_parts(self):
+        if self.global_block is not None:  # not in any pretrained file
+            self.init_transformer(self.global_block)
 
-    def _convert_checkpoint(self, state: dict) -> dict:
+    def convert_checkpoint(self, state: dict) -> dict:
         state = swin_any_to_mmvisattn(state, len(self.depths))
         own = self.state_dict()
         for key, value in list(state.items()):
@@ -276,47 +240,21 @@ class SwinTransformer(BaseModule):
                     value, self.window_size)
         return state
 
-    def _load_pretrained(self, checkpoint: str):
-        num_stages = len(self.depths)
-        out_norms = tuple(f'norm{i}.' for i in range(num_stages))
-        load_pretrained(
-            self,
-            checkpoint,
-            convert=self._convert_checkpoint,
-            # Output norms other than the classifier's final one, and the
-            # extra global block, are new.
-            allowed_missing=lambda k: k.startswith(out_norms +
-                                                   ('global_block.', )),
-            # A classifier has a final norm even if we do not output stage 4.
-            allowed_unexpected=lambda k: k.startswith(
-                f'norm{num_stages - 1}.'),
-            logger=MMLogger.get_current_instance())
+    def new_in_pretrained(self, key: str) -> bool:
+        # Output norms other than the classifier's final one, and the extra
+        # global block, are new.
+        out_norms = tuple(f'norm{i}.' for i in range(len(self.depths)))
+        return key.startswith(out_norms + ('global_block.', ))
 
-    # -------------------------------------------------------------- training
-    def _freeze_stages(self):
-        if self.frozen_stages >= 0:
-            self.patch_embed.eval()
-            for p in self.patch_embed.parameters():
-                p.requires_grad = False
-            if self.use_abs_pos_embed:
-                self.absolute_pos_embed.requires_grad = False
-        for i in range(self.frozen_stages):
-            modules = [self.layers[i]]
-            if i in self.out_indices:
-                modules.append(getattr(self, f'norm{i}'))
-            for m in modules:
-                m.eval()
-                for p in m.parameters():
-                    p.requires_grad = False
+    def foreign_in_pretrained(self, key: str) -> bool:
+        # A classifier has a final norm even if we do not output stage 4.
+        return key.startswith(f'norm{len(self.depths) - 1}.')
 
-    def train(self, mode: bool = True):
-        super().train(mode)
-        self._freeze_stages()
-        if mode and self.norm_eval:
-            for m in self.modules():
-                if isinstance(m, _BatchNorm):
-                    m.eval()
-        return self
+    def frozen_parts(self):
+        modules, params = super().frozen_parts()
+        if self.use_abs_pos_embed:
+            params.append(self.absolute_pos_embed)
+        return modules, params
 
     # --------------------------------------------------------------- forward
     def _abs_pos_embed(self, hw_shape) -> torch.Tensor:
@@ -329,21 +267,12 @@ class SwinTransformer(BaseModule):
                             align_corners=False)
         return pos.flatten(2).transpose(1, 2)
 
-    def forward(self, x: torch.Tensor) -> Tuple[torch.Tensor, ...]:
-        x, hw_shape = self.patch_embed(x)
+    def embed_tokens(self, x: torch.Tensor, hw_shape) -> torch.Tensor:
         if self.use_abs_pos_embed:
             x = x + self._abs_pos_embed(hw_shape)
-        x = self.drop_after_pos(x)
-        outs = []
-        for i, stage in enumerate(self.layers):
-            x = stage(x, hw_shape)
-            if self.global_block is not None and i == len(self.layers) - 1:
-                x = self.global_block(x, hw_shape)
-            if i in self.out_indices:
-                out = getattr(self, f'norm{i}')(x)
-                outs.append(
-                    out.view(-1, *hw_shape, self.num_features[i]).permute(
-                        0, 3, 1, 2).contiguous())
-            if stage.downsample is not None:
-                x, hw_shape = stage.downsample(x, hw_shape)
-        return tuple(outs)  # tuple: what mmdet, mmseg and mmpretrain necks all take
+        return self.drop_after_pos(x)
+
+    def after_stage(self, i: int, x: torch.Tensor, hw_shape) -> torch.Tensor:
+        if self.global_block is not None and i == len(self.layers) - 1:
+            x = self.global_block(x, hw_shape)
+        return x

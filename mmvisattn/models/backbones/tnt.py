@@ -28,16 +28,14 @@ import torch.nn as nn
 import torch.nn.functional as F
 import torch.utils.checkpoint as cp
 from mmcv.cnn import build_norm_layer
-from mmengine.logging import MMLogger
 from mmengine.model import BaseModule, ModuleList
 from mmengine.model.weight_init import trunc_normal_
 
 from mmvisattn.models.layers.patch import check_images
 from mmvisattn.models.layers.transformer import TransformerLayer
-from mmvisattn.checkpoint import load_pretrained
 from mmvisattn.models.utils.tnt_convert import tnt_any_to_mmvisattn
 from mmvisattn.registry import MODELS
-from .base import resolve_arch
+from .base import BackboneBase, resolve_arch
 
 
 class SqueezeExcite(nn.Module):
@@ -138,7 +136,7 @@ def _resample(in_channels: int, out_channels: int, scale: int) -> nn.Module:
 
 
 @MODELS.register_module()
-class TNT(BaseModule):
+class TNT(BackboneBase):
     """TNT backbone.
 
     Args:
@@ -279,42 +277,32 @@ class TNT(BaseModule):
                 for c, s in zip(self.out_channels, (4, 2, 1, 0.5)))
 
     # ------------------------------------------------------------ weights
-    def init_weights(self):
-        if self.init_cfg is not None and self.init_cfg.get(
-                'type') == 'Pretrained':
-            self._init_new_parts()
-            load_pretrained(
-                self,
-                self.init_cfg['checkpoint'],
-                convert=self._convert_checkpoint,
-                # the pyramid is new; a classifier's head is not ours
-                allowed_missing=lambda k: k.startswith('pyramid_'),
-                allowed_unexpected=lambda k: k.startswith('head.'),
-                logger=MMLogger.get_current_instance())
-            return
-        super().init_weights()
-        if self.init_cfg is None:
-            self.apply(self._init_module)
-            for p in (self.cls_token, self.sentence_pos, self.word_pos):
-                if p is not None:
-                    trunc_normal_(p, std=.02)
+    def init_from_scratch(self):
+        BaseModule.init_weights(self)
+        self.apply(self._init_module)
+        for p in (self.cls_token, self.sentence_pos, self.word_pos):
+            if p is not None:
+                trunc_normal_(p, std=.02)
 
     @staticmethod
     def _init_module(m: nn.Module):
-        if isinstance(m, nn.Linear):
-            trunc_normal_(m.weight, std=.02)
-            if m.bias is not None:
-                nn.init.zeros_(m.bias)
-        elif isinstance(m, nn.LayerNorm):
-            nn.init.ones_(m.weight)
-            nn.init.zeros_(m.bias)
+        # per module, in apply()'s order (children first) as before the
+        # shared base, so a seed still gives the same weights
+        if isinstance(m, (nn.Linear, nn.LayerNorm)):
+            BackboneBase.init_transformer(m)
 
-    def _init_new_parts(self):
+    def init_new_parts(self):
         if self.out_type == 'pyramid':
             for module in (self.pyramid_norms, self.pyramid_convs):
                 module.apply(self._init_module)
 
-    def _convert_checkpoint(self, state: dict) -> dict:
+    def new_in_pretrained(self, key: str) -> bool:
+        return key.startswith('pyramid_')  # the pyramid is new
+
+    def foreign_in_pretrained(self, key: str) -> bool:
+        return key.startswith('head.')  # a classifier's head is not ours
+
+    def convert_checkpoint(self, state: dict) -> dict:
         state = tnt_any_to_mmvisattn(state)
         if 'blocks.0.word_to_sentence.norm2.weight' in state and self.legacy:
             raise ValueError('this checkpoint has the official (non-legacy) '
@@ -416,29 +404,13 @@ class TNT(BaseModule):
         return tuple(outs)
 
     # ----------------------------------------------------------- training
-    def _freeze(self):
-        if self.frozen_stages < 0:
-            return
-        frozen: List[nn.Module] = [self.word_embed, self.stem_norm1,
-                                   self.stem_proj, self.stem_norm2]
-        frozen += list(self.blocks[:self.frozen_stages])
+    def frozen_parts(self):
+        modules: List[nn.Module] = [self.word_embed, self.stem_norm1,
+                                    self.stem_proj, self.stem_norm2]
+        modules += list(self.blocks[:self.frozen_stages])
         params = [self.word_pos, self.sentence_pos] + (
             [self.cls_token] if self.cls_token is not None else [])
-        for module in frozen:
-            module.eval()
-            for p in module.parameters():
-                p.requires_grad = False
-        for p in params:
-            p.requires_grad = False
-
-    def train(self, mode: bool = True):
-        super().train(mode)
-        self._freeze()
-        if mode and self.norm_eval:
-            for m in self.modules():
-                if isinstance(m, nn.modules.batchnorm._BatchNorm):
-                    m.eval()
-        return self
+        return modules, params
 
 
 def _is_square(n: int) -> bool:

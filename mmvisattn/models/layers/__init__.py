@@ -2,10 +2,15 @@ from .corner_pool import CornerPoolBlock
 from .patch import PatchEmbed, PatchMerging
 from .rswatt import ReconstructedWindowAttention, RSWAttBlock
 from .transformer import MultiheadSelfAttention, TransformerLayer
-from .window_msa import SwinAttention, SwinBlock
+from .window_msa import (GlobalAttention, HaloSlidingWindowAttention,
+                         PerformerAttention, SlidingWindowAttention,
+                         SwinAttention, SwinBlock, WindowAttention,
+                         build_swin_attention)
 
 __all__ = [
     'CornerPoolBlock', 'PatchEmbed', 'PatchMerging', 'SwinAttention',
-    'SwinBlock', 'MultiheadSelfAttention', 'TransformerLayer',
-    'ReconstructedWindowAttention', 'RSWAttBlock'
+    'WindowAttention', 'SlidingWindowAttention',
+    'HaloSlidingWindowAttention', 'PerformerAttention', 'GlobalAttention',
+    'build_swin_attention', 'SwinBlock', 'MultiheadSelfAttention',
+    'TransformerLayer', 'ReconstructedWindowAttention', 'RSWAttBlock'
 ]

@@ -15,6 +15,7 @@ from typing import Optional, Sequence
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+import torch.utils.checkpoint as cp
 from mmcv.cnn import build_norm_layer
 from mmcv.cnn.bricks.drop import build_dropout
 from mmengine.model import BaseModule
@@ -23,6 +24,7 @@ from mmengine.model.weight_init import trunc_normal_
 from mmvisattn.ops import (reconstructed_window_attention,
                            reweighted_window_attention,
                            sliding_relative_index)
+from mmvisattn.registry import MODELS
 from .mlp import Mlp
 
 PREDICTORS = ('direct', 'anchors')
@@ -33,6 +35,7 @@ DEFAULT_ANCHORS = ((1., 1., 1., 1.), (.4, .4, .4, .4), (1., 1., .3, .3),
                    (.3, .3, 1., 1.))
 
 
+@MODELS.register_module()
 class ReconstructedWindowAttention(BaseModule):
     """RSWAtt on (B, H, W, C) maps.
 
@@ -205,7 +208,9 @@ class ReconstructedWindowAttention(BaseModule):
 
 class RSWAttBlock(BaseModule):
     """Pre-norm block: ``x + DropPath(RSWAtt(LN(x)))``, then
-    ``x + DropPath(MLP(LN(x)))``; tokens (B, H*W, C) with their map size."""
+    ``x + DropPath(MLP(LN(x)))``; tokens (B, H*W, C) with their map size.
+    ``attn_cfg`` may name a registered subclass of
+    :class:`ReconstructedWindowAttention` as ``type``."""
 
     def __init__(self,
                  embed_dims: int,
@@ -217,12 +222,21 @@ class RSWAttBlock(BaseModule):
                  drop_path_rate: float = 0.,
                  attn_cfg: Optional[dict] = None,
                  norm_cfg: dict = dict(type='LN'),
+                 with_cp: bool = False,
                  init_cfg: Optional[dict] = None):
         super().__init__(init_cfg=init_cfg)
+        self.with_cp = with_cp
         self.norm1 = build_norm_layer(norm_cfg, embed_dims)[1]
-        self.attn = ReconstructedWindowAttention(
+        attn_cfg = dict(attn_cfg or {})
+        attn_type = attn_cfg.pop('type', 'ReconstructedWindowAttention')
+        attn_cls = MODELS.get(attn_type)
+        if attn_cls is None or not issubclass(attn_cls,
+                                              ReconstructedWindowAttention):
+            raise ValueError(f'attn_cfg: type={attn_type!r} is not an RSWAtt '
+                             'attention (ReconstructedWindowAttention)')
+        self.attn = attn_cls(
             embed_dims, num_heads, window_sizes, attn_drop=attn_drop_rate,
-            proj_drop=drop_rate, **(attn_cfg or {}))
+            proj_drop=drop_rate, **attn_cfg)
         self.norm2 = build_norm_layer(norm_cfg, embed_dims)[1]
         # mmcv FFN's default activation, which this block always had
         self.mlp = Mlp(embed_dims, int(embed_dims * mlp_ratio),
@@ -230,8 +244,14 @@ class RSWAttBlock(BaseModule):
         self.drop_path = build_dropout(
             dict(type='DropPath', drop_prob=drop_path_rate))
 
-    def forward(self, x: torch.Tensor, hw_shape) -> torch.Tensor:
+    def _forward(self, x: torch.Tensor, hw_shape) -> torch.Tensor:
         B, L, C = x.shape
         attn = self.attn(self.norm1(x).view(B, *hw_shape, C))
         x = x + self.drop_path(attn.reshape(B, L, C))
         return x + self.drop_path(self.mlp(self.norm2(x)))
+
+    def forward(self, x: torch.Tensor, hw_shape) -> torch.Tensor:
+        if self.with_cp and x.requires_grad:
+            return cp.checkpoint(self._forward, x, hw_shape,
+                                 use_reentrant=False)
+        return self._forward(x, hw_shape)

@@ -1,20 +1,40 @@
-"""Swin attention (every variant of the paper's ablations) and the Swin block.
+"""Swin attention kinds (every variant of the paper's ablations) and the
+Swin block.
 
-One module, :class:`SwinAttention`, owns the weights (``qkv``, ``proj``,
+Each attention kind is a small registered class over one shared base,
+:class:`SwinAttention`, which owns the weights (``qkv``, ``proj``,
 ``relative_position_bias_table``: the official names, so released
-checkpoints load) and dispatches to the kernels in :mod:`mmvisattn.ops`:
+checkpoints load), the relative position bias and the head split. A kind
+only says how queries meet keys, through the kernels of
+:mod:`mmvisattn.ops`:
 
-* ``attn_type``: ``'window'`` (default), ``'sliding'`` (naive unfold),
-  ``'sliding_blocked'`` (halo tiles, same result without unfolding keys),
-  ``'performer'`` (FAVOR+), ``'global'`` (full MSA, the quadratic reference);
-* ``shift_mode`` (window attention only): ``'cyclic'`` (default),
-  ``'padding'`` (Table 5's baseline), ``'none'`` (W-MSA in every block);
+=============================  ==============  ============================
+class (``attn_cfg.type``)      alias           kernel
+=============================  ==============  ============================
+``WindowAttention``            ``'window'``    (shifted) windows: Swin
+``SlidingWindowAttention``     ``'sliding'``   every pixel's M x M
+                                               neighbourhood, unfolded keys
+``HaloSlidingWindowAttention`` ``'sliding_     the same result from halo
+                               blocked'``      tiles, no unfolded keys
+``PerformerAttention``         ``'performer'`` FAVOR+ over all tokens
+``GlobalAttention``            ``'global'``    full softmax MSA
+=============================  ==============  ============================
+
+(RSWAtt's ``ReconstructedWindowAttention`` is the sixth kind, in
+:mod:`.rswatt`.) Three switches stay separate from the kind:
+
+* ``shift_mode`` (window attention): ``'cyclic'`` (default), ``'padding'``
+  (Table 5's baseline), ``'none'`` (W-MSA in every block);
 * ``position``: ``'relative'`` (default), ``'absolute'``, ``'none'``,
   ``'absolute+relative'``: the rows of Table 4. The absolute embedding
-  itself lives in the backbone;
+  itself lives in the backbone; only the kinds with windows can index a
+  relative bias;
 * ``use_content`` (default True): False drops the q.k term, leaving the
   position bias alone. ``position='relative_only'`` is kept as an alias of
   ``position='relative', use_content=False``.
+
+:func:`build_swin_attention` takes either ``type=`` or the older
+``attn_type=`` string, so existing configs and checkpoints keep working.
 """
 import math
 from typing import Optional, Tuple
@@ -37,11 +57,20 @@ from mmvisattn.ops import (SHIFT_MODES, fast_linear,
                            sliding_window_attention_naive, window_attention,
                            window_attention_weights,
                            window_layout)
+from mmvisattn.registry import MODELS
 from .mlp import Mlp
 
-ATTN_TYPES = ('window', 'sliding', 'sliding_blocked', 'performer', 'global')
+# attn_type strings (the older switch) -> registered attention classes
+ATTN_TYPES = {
+    'window': 'WindowAttention',
+    'sliding': 'SlidingWindowAttention',
+    'sliding_blocked': 'HaloSlidingWindowAttention',
+    'performer': 'PerformerAttention',
+    'global': 'GlobalAttention',
+}
 POSITIONS = ('relative', 'absolute', 'none', 'absolute+relative',
              'relative_only')
+RELATIVE_POSITIONS = ('relative', 'absolute+relative', 'relative_only')
 # Rows processed at once by the chunked paths: the (rows, 4C) MLP hidden
 # state and one chunk of windows' q/k/v/logits stay in the CPU's L2/L3
 # instead of streaming the whole map through memory between ops.
@@ -52,29 +81,55 @@ def _compiling() -> bool:
     return torch.compiler.is_compiling()
 
 
-def check_variant(attn_type: str, shift_mode: str, position: str):
-    """Refuse unknown or impossible combinations with the field's name."""
-    if attn_type not in ATTN_TYPES:
-        raise ValueError(f'attn_type={attn_type!r}; choose from {ATTN_TYPES}')
-    if shift_mode not in SHIFT_MODES:
-        raise ValueError(f'shift_mode={shift_mode!r}; choose from '
-                         f'{SHIFT_MODES}')
-    if position not in POSITIONS:
-        raise ValueError(f'position={position!r}; choose from {POSITIONS}')
-    if attn_type in ('performer', 'global') and position in (
-            'relative', 'absolute+relative', 'relative_only'):
+def attention_class(attn_type: Optional[str] = None,
+                    type: Optional[str] = None) -> type:
+    """The attention class of ``type=`` (registered name) or of the older
+    ``attn_type=`` alias; ``ValueError`` naming the field otherwise."""
+    if type is not None and attn_type is not None and \
+            ATTN_TYPES.get(attn_type) != type.split('.')[-1]:
+        raise ValueError(f'attn_cfg: type={type!r} and attn_type='
+                         f'{attn_type!r} name different attention kinds; '
+                         'give one of them')
+    if type is None:
+        attn_type = 'window' if attn_type is None else attn_type
+        if attn_type not in ATTN_TYPES:
+            raise ValueError(f'attn_type={attn_type!r}; choose from '
+                             f'{tuple(ATTN_TYPES)}')
+        type = ATTN_TYPES[attn_type]
+    cls = MODELS.get(type)
+    if cls is None or not issubclass(cls, SwinAttention):
         raise ValueError(
-            f'attn_type={attn_type!r} has no windows to index a relative '
-            f'position bias by; use position=\'absolute\' or \'none\' '
-            f'(got position={position!r})')
+            f'attn_cfg: type={type!r} is not a Swin attention kind; choose '
+            f'from {tuple(ATTN_TYPES.values())} (or attn_type= one of '
+            f'{tuple(ATTN_TYPES)})')
+    return cls
+
+
+def check_variant(attn_type: Optional[str] = None, shift_mode: str = 'cyclic',
+                  position: str = 'relative', type: Optional[str] = None):
+    """Refuse unknown or impossible combinations with the field's name."""
+    attention_class(attn_type, type).check(shift_mode, position)
+
+
+def build_swin_attention(embed_dims: int, num_heads: int, window_size: int,
+                         *args, attn_type: Optional[str] = None,
+                         type: Optional[str] = None,
+                         **kwargs) -> 'SwinAttention':
+    """A Swin attention kind from ``type=`` or the ``attn_type=`` alias;
+    the other arguments are :class:`SwinAttention`'s."""
+    return attention_class(attn_type, type)(embed_dims, num_heads,
+                                            window_size, *args, **kwargs)
 
 
 class SwinAttention(BaseModule):
-    """Multi-head self-attention of a Swin block, any variant (see module doc).
+    """What every Swin attention kind shares (see the module doc): the
+    ``qkv``/``proj`` projections, the relative position bias and the head
+    split. Takes and returns channels-last maps (B, H, W, C); ``shift_size``
+    is the block's window shift (window attention only). A kind implements
+    :meth:`attend` (projected output before dropout)."""
 
-    Takes and returns channels-last maps (B, H, W, C); ``shift_size`` is the
-    block's window shift (window attention only).
-    """
+    attn_type: str = ''  # the alias string of this kind
+    has_windows = True  # can index a relative position bias
 
     def __init__(self,
                  embed_dims: int,
@@ -84,24 +139,21 @@ class SwinAttention(BaseModule):
                  qk_scale: Optional[float] = None,
                  attn_drop_rate: float = 0.,
                  proj_drop_rate: float = 0.,
-                 attn_type: str = 'window',
                  shift_mode: str = 'cyclic',
                  position: str = 'relative',
                  use_content: bool = True,
-                 performer_features: Optional[int] = None,
                  chunk_tokens: int = CHUNK_TOKENS,
                  init_cfg=None):
         super().__init__(init_cfg)
         if embed_dims % num_heads:
             raise ValueError(f'embed_dims={embed_dims} is not divisible by '
                              f'num_heads={num_heads}')
-        check_variant(attn_type, shift_mode, position)
+        self.check(shift_mode, position)
         if position == 'relative_only':  # alias kept for older configs
             position, use_content = 'relative', False
         self.embed_dims = embed_dims
         self.num_heads = num_heads
         self.window_size = window_size
-        self.attn_type = attn_type
         self.shift_mode = shift_mode
         self.use_content = use_content
         self.chunk_tokens = chunk_tokens
@@ -116,22 +168,26 @@ class SwinAttention(BaseModule):
                 persistent=False)
         else:
             self.relative_position_bias_table = None
-        if attn_type == 'performer':
-            # Drawn once and saved with the weights, so a checkpoint
-            # reproduces its outputs exactly. Default m = d ln d features,
-            # the FAVOR+ paper's choice.
-            head_dims = embed_dims // num_heads
-            if performer_features is None:
-                performer_features = max(1, round(head_dims *
-                                                  math.log(head_dims)))
-            self.register_buffer(
-                'performer_projection',
-                orthogonal_random_features(performer_features, head_dims))
         self.qkv = nn.Linear(embed_dims, embed_dims * 3, bias=qkv_bias)
         self.proj = nn.Linear(embed_dims, embed_dims)
         self._register_load_state_dict_pre_hook(self._drop_position_index)
         self.proj_drop = nn.Dropout(proj_drop_rate)
         self._bias_cache = None
+
+    @classmethod
+    def check(cls, shift_mode: str, position: str):
+        """``ValueError`` naming the field for a switch this kind refuses."""
+        if shift_mode not in SHIFT_MODES:
+            raise ValueError(f'shift_mode={shift_mode!r}; choose from '
+                             f'{SHIFT_MODES}')
+        if position not in POSITIONS:
+            raise ValueError(f'position={position!r}; choose from '
+                             f'{POSITIONS}')
+        if not cls.has_windows and position in RELATIVE_POSITIONS:
+            raise ValueError(
+                f'attn_type={cls.attn_type!r} ({cls.__name__}) has no '
+                'windows to index a relative position bias by; use '
+                f"position='absolute' or 'none' (got position={position!r})")
 
     @staticmethod
     def _drop_position_index(state_dict, prefix, *args, **kwargs):
@@ -185,6 +241,32 @@ class SwinAttention(BaseModule):
                 len(lead) + 3)
         return qkv.permute(*perm).contiguous().unbind(0)
 
+    def _map_qkv(self, x: torch.Tensor):
+        """q, k, v (B, heads, H*W, d) of a (B, H, W, C) map."""
+        B, H, W, C = x.shape
+        return self._split_heads(fast_linear(x.view(B, H * W, C), self.qkv))
+
+    def attend(self, x: torch.Tensor, shift_size: int) -> torch.Tensor:
+        """(B, H, W, C) -> projected attention output (B, H, W, C)."""
+        raise NotImplementedError
+
+    def forward(self,
+                x: torch.Tensor,
+                shift_size: int = 0,
+                residual: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """x: (B, H, W, C) -> (B, H, W, C); plus ``residual`` if given."""
+        out = self.proj_drop(self.attend(x, shift_size))
+        return out if residual is None else residual + out
+
+
+@MODELS.register_module()
+class WindowAttention(SwinAttention):
+    """(Shifted) window attention, the Swin default: tokens attend within
+    non-overlapping M x M windows; ``shift_mode`` says how shifted blocks
+    handle the windows that cross the border."""
+
+    attn_type = 'window'
+
     def _window_setup(self, x: torch.Tensor, shift_size: int):
         """Window slots and additive mask of one call on ``x`` (B, H, W, C):
         ``(layout, mask or None, tokens)``, tokens (B, frame pixels, C) of
@@ -213,10 +295,7 @@ class SwinAttention(BaseModule):
         """What the window kernel never returns, for analysis: ``(probs, v,
         layout, mask)`` of ``forward(x, shift_size)``, probs (B, windows,
         heads, N, N) and v (B, windows, heads, N, d) in ``layout``'s window
-        slots (window attention only)."""
-        if self.attn_type != 'window':
-            raise ValueError(f'attn_type={self.attn_type!r}: only window '
-                             'attention has window probabilities')
+        slots."""
         B, C, N = x.shape[0], x.shape[-1], self.window_size**2
         layout, mask, tokens = self._window_setup(x, shift_size)
         windows = tokens.index_select(1, layout.gather_index).view(
@@ -226,8 +305,8 @@ class SwinAttention(BaseModule):
                                          self.scale, self.use_content)
         return probs, v, layout, mask
 
-    def _windows(self, x: torch.Tensor, shift_size: int,
-                 residual: Optional[torch.Tensor] = None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, shift_size: int = 0,
+                residual: Optional[torch.Tensor] = None) -> torch.Tensor:
         B, H, W, C = x.shape
         N = self.window_size**2
         layout, mask, tokens = self._window_setup(x, shift_size)
@@ -280,43 +359,80 @@ class SwinAttention(BaseModule):
             out.index_select(1, layout.scatter_index).view(B, H, W, C))
         return out if residual is None else residual + out
 
-    def _sliding(self, x: torch.Tensor) -> torch.Tensor:
+
+@MODELS.register_module()
+class SlidingWindowAttention(SwinAttention):
+    """Sliding-window attention: every pixel attends its own M x M
+    neighbourhood (the image border masked), keys unfolded: the simple,
+    memory-hungry reference of Table 5."""
+
+    attn_type = 'sliding'
+    kernel = staticmethod(sliding_window_attention_naive)
+
+    def attend(self, x: torch.Tensor, shift_size: int) -> torch.Tensor:
         B, H, W, C = x.shape
-        q, k, v = self._split_heads(fast_linear(x.view(B, H * W, C), self.qkv))
-        q, k, v = (t.view(B, self.num_heads, H, W, -1) for t in (q, k, v))
-        kernel = sliding_window_attention_naive if self.attn_type == \
-            'sliding' else sliding_window_attention_blocked
-        out = kernel(q, k, v, self.window_size,
-                     bias=self.sliding_bias(x.device), scale=self.scale,
-                     use_content=self.use_content)
+        q, k, v = (t.view(B, self.num_heads, H, W, -1)
+                   for t in self._map_qkv(x))
+        out = self.kernel(q, k, v, self.window_size,
+                          bias=self.sliding_bias(x.device), scale=self.scale,
+                          use_content=self.use_content)
         out = out.permute(0, 2, 3, 1, 4).reshape(B, H, W, C)
         return fast_linear(out, self.proj)
 
-    def _global(self, x: torch.Tensor) -> torch.Tensor:
+
+@MODELS.register_module()
+class HaloSlidingWindowAttention(SlidingWindowAttention):
+    """Sliding-window attention from halo tiles: the same result as
+    :class:`SlidingWindowAttention` without unfolding the keys."""
+
+    attn_type = 'sliding_blocked'
+    kernel = staticmethod(sliding_window_attention_blocked)
+
+
+@MODELS.register_module()
+class GlobalAttention(SwinAttention):
+    """Full softmax self-attention over all tokens (the quadratic
+    reference; also the HTC++ backbone's extra global block)."""
+
+    attn_type = 'global'
+    has_windows = False
+
+    def global_attention(self, q, k, v):
+        return F.scaled_dot_product_attention(
+            q, k, v, scale=self.scale,
+            dropout_p=self.attn_drop_rate if self.training else 0.)
+
+    def attend(self, x: torch.Tensor, shift_size: int) -> torch.Tensor:
         B, H, W, C = x.shape
-        q, k, v = self._split_heads(fast_linear(x.view(B, H * W, C), self.qkv))
-        if self.attn_type == 'performer':
-            out = performer_attention(q, k, v, self.performer_projection,
-                                      self.scale)
-        else:
-            out = F.scaled_dot_product_attention(
-                q, k, v, scale=self.scale,
-                dropout_p=self.attn_drop_rate if self.training else 0.)
+        out = self.global_attention(*self._map_qkv(x))
         return fast_linear(out.transpose(1, 2).reshape(B, H, W, C),
                            self.proj)
 
-    def forward(self,
-                x: torch.Tensor,
-                shift_size: int = 0,
-                residual: Optional[torch.Tensor] = None) -> torch.Tensor:
-        """x: (B, H, W, C) -> (B, H, W, C); plus ``residual`` if given."""
-        if self.attn_type == 'window':
-            return self._windows(x, shift_size, residual)
-        if self.attn_type in ('sliding', 'sliding_blocked'):
-            out = self.proj_drop(self._sliding(x))
-        else:
-            out = self.proj_drop(self._global(x))
-        return out if residual is None else residual + out
+
+@MODELS.register_module()
+class PerformerAttention(GlobalAttention):
+    """FAVOR+ (Performer) linear attention over all tokens.
+
+    ``performer_features``: random features m, default d ln d for head
+    width d (the FAVOR+ paper's choice). They are drawn once and saved with
+    the weights (``performer_projection``), so a checkpoint reproduces its
+    outputs exactly."""
+
+    attn_type = 'performer'
+
+    def __init__(self, embed_dims: int, num_heads: int, window_size: int,
+                 *args, performer_features: Optional[int] = None, **kwargs):
+        super().__init__(embed_dims, num_heads, window_size, *args, **kwargs)
+        head_dims = embed_dims // num_heads
+        if performer_features is None:
+            performer_features = max(1, round(head_dims * math.log(head_dims)))
+        self.register_buffer(
+            'performer_projection',
+            orthogonal_random_features(performer_features, head_dims))
+
+    def global_attention(self, q, k, v):
+        return performer_attention(q, k, v, self.performer_projection,
+                                   self.scale)
 
 
 class SwinBlock(BaseModule):
@@ -327,7 +443,9 @@ class SwinBlock(BaseModule):
     wrapped-around tokens apart (Swin paper, sec. 3.2, fig. 4). Maps are
     zero-padded at the bottom/right to window multiples, as in the official
     detection code, so any size works, including maps smaller than a window.
-    ``attn_cfg`` selects the attention variant (see :class:`SwinAttention`).
+    ``attn_cfg`` selects the attention kind and its switches
+    (``dict(type='WindowAttention', shift_mode=..., position=...)``, or the
+    older ``attn_type=`` alias; see the module doc).
     """
 
     def __init__(self,
@@ -356,9 +474,9 @@ class SwinBlock(BaseModule):
         self.with_cp = with_cp
         self.chunk_tokens = attn_cfg.get('chunk_tokens', CHUNK_TOKENS)
         self.norm1 = build_norm_layer(norm_cfg, embed_dims)[1]
-        self.attn = SwinAttention(embed_dims, num_heads, window_size,
-                                  qkv_bias, qk_scale, attn_drop_rate,
-                                  drop_rate, **attn_cfg)
+        self.attn = build_swin_attention(embed_dims, num_heads, window_size,
+                                         qkv_bias, qk_scale, attn_drop_rate,
+                                         drop_rate, **attn_cfg)
         self.drop_path = build_dropout(
             dict(type='DropPath', drop_prob=drop_path_rate))
         self.norm2 = build_norm_layer(norm_cfg, embed_dims)[1]
