@@ -278,6 +278,21 @@ def test_zoo_config_recipe(name):
     epochs, milestones = spec['sched']
     assert cfg.train_cfg.max_epochs == epochs
     assert cfg.param_scheduler[-1].milestones == milestones
+    # One Swin schedule for every COCO config: the R-50 configs hold a copy
+    # (mmengine refuses the same key from two sibling bases), which must not
+    # drift from configs/_base_/schedules.
+    recipe = Config.fromfile(osp.join(
+        REPO, 'configs', '_base_', 'schedules',
+        {12: 'adamw_1x.py', 36: 'adamw_3x.py'}[epochs]))
+    assert cfg.param_scheduler == recipe.param_scheduler
+    assert cfg.auto_scale_lr == recipe.auto_scale_lr
+    wrapper = cfg.optim_wrapper.to_dict()
+    # gradient clipping kept from each framework's own config
+    clip = {'SparseRCNN': 1, 'mmvisattn.RepPointsV2Detector': 35}
+    assert wrapper.pop('clip_grad', None) == (
+        dict(max_norm=clip[cfg.model.type], norm_type=2)
+        if cfg.model.type in clip else None)
+    assert wrapper == recipe.optim_wrapper.to_dict()
     optimizer = cfg.optim_wrapper.optimizer
     assert optimizer.type == 'AdamW' and optimizer.lr == 1e-4
     assert optimizer.weight_decay == 0.05
