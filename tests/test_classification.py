@@ -119,6 +119,10 @@ def hymenoptera_config(folder, rel, root, size=112):
 _base_ = {osp.join(CONFIGS, rel)!r}
 data_preprocessor = dict(num_classes=2)
 model = dict(head=dict(num_classes=2))
+# At a CPU-sized crop Swin's stage 4 is smaller than a window, which the
+# classifiers' semantics (pad_small_map=False) refuse: pad it here.
+if 'SwinTransformer' in _base_.model.backbone.type:
+    model['backbone'] = dict(pad_small_map=True)
 train_pipeline = [
     dict(step, scale={size}) if step['type'] == 'RandomResizedCrop' else step
     for step in _base_.train_pipeline
@@ -213,3 +217,52 @@ def test_swin_classifier_checkpoint_initialises_cascade_backbone(trained):
     assert not set(source) - set(own)  # nothing of the classifier dropped
     for key, value in source.items():
         assert torch.equal(own[key], value), key
+
+
+@pytest.mark.parametrize('rel,timm_name', [
+    ('swin/swin-t-p4-w7_16xb64_300e_in1k.py', 'swin_tiny_patch4_window7_224'),
+    ('swin/swin-b-p4-w12_16xb64_30e_in1k-384px.py',
+     'swin_base_patch4_window12_384'),
+])
+def test_official_classifier_weights_give_timms_logits(rel, timm_name,
+                                                       tmp_path):
+    """An official-layout release ({'model': ...}, head.weight) loaded into
+    our classification config gives the logits of timm's model with the
+    same weights: the configs use the classifiers' semantics
+    (pad_small_map=False), so the one-window stage 4 is not shifted."""
+    timm = pytest.importorskip('timm')
+    from mmengine.registry import DefaultScope
+    from mmpretrain.registry import MODELS
+    from mmvisattn.models.utils import swin_any_to_mmvisattn, swin_to_official
+    torch.manual_seed(0)
+    reference = timm.create_model(timm_name, pretrained=False).eval()
+    with torch.no_grad():  # the relative tables start at zero in timm
+        for name, p in reference.named_parameters():
+            if 'relative_position_bias_table' in name:
+                p.normal_(0, 0.5)
+    state = reference.state_dict()
+    release = swin_to_official(swin_any_to_mmvisattn(
+        {k: v for k, v in state.items() if not k.startswith('head.')}, 4))
+    release['head.weight'] = state['head.fc.weight']
+    release['head.bias'] = state['head.fc.bias']
+    path = str(tmp_path / 'release.pth')
+    torch.save({'model': release}, path)
+
+    config = cfg(rel)
+    model_cfg = config.model
+    model_cfg.pop('train_cfg', None)
+    model_cfg.backbone.init_cfg = dict(type='Pretrained', checkpoint=path)
+    model_cfg.head.pop('init_cfg', None)
+    with DefaultScope.overwrite_default_scope('mmpretrain'):
+        ours = MODELS.build(model_cfg)
+    ours.init_weights()
+    with torch.no_grad():
+        ours.head.fc.weight.copy_(release['head.weight'])
+        ours.head.fc.bias.copy_(release['head.bias'])
+    ours.eval()
+    assert ours.backbone.pad_small_map is False
+    size = reference.default_cfg['input_size'][-1]
+    x = torch.randn(1, 3, size, size)
+    with torch.no_grad():
+        torch.testing.assert_close(ours(x, mode='tensor'), reference(x),
+                                   atol=1e-4, rtol=1e-4)

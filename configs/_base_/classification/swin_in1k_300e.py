@@ -14,6 +14,9 @@ model = dict(
         type='mmvisattn.SwinTransformer',
         arch='tiny',
         out_indices=(3, ),  # the classifier pools the last stage
+        # the official classifiers' semantics: a stage whose map is one
+        # window (7x7 at 224, 12x12 at 384 with window 12) is not shifted
+        pad_small_map=False,
         drop_path_rate=0.2))
 # data/imagenet/{train,val}/ with meta/{train,val}.txt (mmpretrain's layout),
 # or class folders without meta/ (mmpretrain's ImageNet then scans them).

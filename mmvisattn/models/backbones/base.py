@@ -177,19 +177,26 @@ class HierarchicalBackbone(BackboneBase):
     def build_skeleton(self, owner: str, stages: Sequence[BlockStage],
                        num_features: Sequence[int],
                        out_indices: Sequence[int], frozen_stages: int,
-                       norm_eval: bool, norm_cfg: dict):
+                       norm_eval: bool, norm_cfg: dict,
+                       out_after_downsample: bool = False):
         out_indices = tuple(out_indices)
         check_stages(owner, len(stages), out_indices, frozen_stages)
         self.layers = ModuleList(stages)
         self.num_features = list(num_features)
         self.out_indices = out_indices
-        self.out_channels = [self.num_features[i] for i in out_indices]
+        # mmpretrain's option: stage i's output taken after its merging
+        self.out_after_downsample = out_after_downsample
+        out_features = [
+            stage.downsample.out_channels
+            if out_after_downsample and stage.downsample is not None else
+            self.num_features[i] for i, stage in enumerate(stages)
+        ]
+        self.out_channels = [out_features[i] for i in out_indices]
         self.frozen_stages = frozen_stages
         self.norm_eval = norm_eval
         for i in out_indices:
             self.add_module(f'norm{i}',
-                            build_norm_layer(norm_cfg,
-                                             self.num_features[i])[1])
+                            build_norm_layer(norm_cfg, out_features[i])[1])
 
     def frozen_parts(self):
         modules = [self.patch_embed]
@@ -213,12 +220,14 @@ class HierarchicalBackbone(BackboneBase):
         outs = []
         for i, stage in enumerate(self.layers):
             x = self.after_stage(i, stage(x, hw_shape), hw_shape)
+            merge = stage.downsample is not None
+            if merge and self.out_after_downsample:
+                x, hw_shape = stage.downsample(x, hw_shape)
             if i in self.out_indices:
                 out = getattr(self, f'norm{i}')(x)
-                outs.append(
-                    out.view(-1, *hw_shape, self.num_features[i]).permute(
-                        0, 3, 1, 2).contiguous())
-            if stage.downsample is not None:
+                outs.append(out.view(-1, *hw_shape, out.shape[-1]).permute(
+                    0, 3, 1, 2).contiguous())
+            if merge and not self.out_after_downsample:
                 x, hw_shape = stage.downsample(x, hw_shape)
         # a tuple: what mmdet, mmseg and mmpretrain necks all take
         return tuple(outs)

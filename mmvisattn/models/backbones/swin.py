@@ -1,5 +1,6 @@
 """Swin Transformer backbone for dense prediction (Liu et al., ICCV 2021)."""
-from typing import Dict, Optional, Sequence, Union
+import math
+from typing import Dict, Optional, Sequence, Tuple, Union
 
 import torch
 import torch.nn as nn
@@ -36,6 +37,30 @@ class SwinStage(BlockStage):
                 with_cp=with_cp,
                 **block_kwargs) for i in range(depth)
         ], downsample)
+
+
+def _window_from_stage_cfgs(stage_cfgs, window_size: int) -> int:
+    """The window of mmpretrain's ``stage_cfgs=dict(block_cfgs=dict(
+    window_size=12))`` (its 384px configs); anything else in it has an
+    argument of ours and is refused with its name."""
+    if not stage_cfgs:
+        return window_size
+    cfgs = [stage_cfgs] if isinstance(stage_cfgs, dict) else list(stage_cfgs)
+    windows = set()
+    for cfg in cfgs:
+        block = dict(cfg.get('block_cfgs', {}))
+        if set(cfg) - {'block_cfgs'} or set(block) - {'window_size'}:
+            raise ValueError(
+                f'SwinTransformer: stage_cfgs={stage_cfgs!r}: only '
+                "mmpretrain's block_cfgs=dict(window_size=M) is understood; "
+                'give the other options as arguments (mlp_ratio, qkv_bias, '
+                'drop_path_rate, norm_cfg, attn_cfg, with_cp, ...)')
+        windows.add(block.get('window_size', window_size))
+    if len(windows) != 1:
+        raise ValueError(f'SwinTransformer: stage_cfgs={stage_cfgs!r} gives '
+                         'stages different windows; one window_size serves '
+                         'all stages here')
+    return windows.pop()
 
 
 @MODELS.register_module()
@@ -97,15 +122,15 @@ class SwinTransformer(HierarchicalBackbone):
             is detected from the keys, relative position tables are resized
             when the window differs.
     """
-    arch_zoo: Dict[str, dict] = {
-        'tiny': dict(embed_dims=96, depths=(2, 2, 6, 2),
-                     num_heads=(3, 6, 12, 24)),
-        'small': dict(embed_dims=96, depths=(2, 2, 18, 2),
-                      num_heads=(3, 6, 12, 24)),
-        'base': dict(embed_dims=128, depths=(2, 2, 18, 2),
-                     num_heads=(4, 8, 16, 32)),
-        'large': dict(embed_dims=192, depths=(2, 2, 18, 2),
-                      num_heads=(6, 12, 24, 48)),
+    arch_zoo: Dict[str, dict] = {  # mmpretrain's spellings too ('t', ...)
+        **dict.fromkeys(('tiny', 't'), dict(
+            embed_dims=96, depths=(2, 2, 6, 2), num_heads=(3, 6, 12, 24))),
+        **dict.fromkeys(('small', 's'), dict(
+            embed_dims=96, depths=(2, 2, 18, 2), num_heads=(3, 6, 12, 24))),
+        **dict.fromkeys(('base', 'b'), dict(
+            embed_dims=128, depths=(2, 2, 18, 2), num_heads=(4, 8, 16, 32))),
+        **dict.fromkeys(('large', 'l'), dict(
+            embed_dims=192, depths=(2, 2, 18, 2), num_heads=(6, 12, 24, 48))),
     }
 
     def __init__(self,
@@ -129,15 +154,51 @@ class SwinTransformer(HierarchicalBackbone):
                  position: str = 'relative',
                  attn_cfg: Optional[dict] = None,
                  use_abs_pos_embed: bool = False,
-                 pretrain_img_size: int = 224,
+                 pretrain_img_size: Union[int, Tuple[int, int]] = 224,
                  act_cfg: dict = dict(type='GELU'),
                  norm_cfg: dict = dict(type='LN'),
                  with_cp: bool = False,
                  extra_global_block: bool = False,
                  frozen_stages: int = -1,
                  norm_eval: bool = False,
+                 pad_small_map: Optional[bool] = None,
+                 out_after_downsample: bool = False,
+                 interpolate_mode: str = 'bicubic',
+                 # mmdet's / mmseg's / mmpretrain's spellings (see the doc)
+                 strides: Optional[Sequence[int]] = None,
+                 convert_weights: bool = True,
+                 pretrained: Optional[str] = None,
+                 img_size: Union[int, Tuple[int, int], None] = None,
+                 stage_cfgs: Union[dict, Sequence[dict], None] = None,
+                 patch_cfg: Optional[dict] = None,
                  init_cfg: Optional[dict] = None):
+        if pretrained is not None:  # mmdet/mmseg's deprecated spelling
+            if not isinstance(pretrained, str):
+                raise TypeError(f'SwinTransformer: pretrained must be a path '
+                                f'or URL, got {type(pretrained).__name__}')
+            if init_cfg is not None:
+                raise ValueError('SwinTransformer: give pretrained or '
+                                 'init_cfg, not both (pretrained=PATH means '
+                                 "init_cfg=dict(type='Pretrained', "
+                                 'checkpoint=PATH))')
+            init_cfg = dict(type='Pretrained', checkpoint=pretrained)
         super().__init__(init_cfg=init_cfg)
+        # mmpretrain's classifier semantics come with its spelling img_size
+        if pad_small_map is None:
+            pad_small_map = img_size is None
+        if img_size is not None:
+            if pretrain_img_size not in (224, img_size):
+                raise ValueError(
+                    f'SwinTransformer: img_size={img_size} (mmpretrain\'s '
+                    f'name) and pretrain_img_size={pretrain_img_size} '
+                    'disagree; give one of them')
+            pretrain_img_size = img_size
+        window_size = _window_from_stage_cfgs(stage_cfgs, window_size)
+        if patch_cfg:
+            raise ValueError(
+                f'SwinTransformer: patch_cfg={patch_cfg!r} (mmpretrain\'s '
+                'PatchEmbed options) is not supported; use patch_size, '
+                'in_channels and patch_norm')
         # a custom dict may leave out what embed_dims/depths/num_heads give
         arch = resolve_arch('SwinTransformer', self.arch_zoo, arch,
                             ('embed_dims', 'depths', 'num_heads'),
@@ -149,8 +210,21 @@ class SwinTransformer(HierarchicalBackbone):
             raise ValueError(f'SwinTransformer: depths {depths} and num_heads '
                              f'{num_heads} must have the same length')
         num_stages = len(depths)
+        if strides is not None and tuple(strides) != (
+                patch_size, ) + (2, ) * (num_stages - 1):
+            raise ValueError(
+                f'SwinTransformer: strides={tuple(strides)}: patches are '
+                'non-overlapping and every merge halves the map, so the '
+                f'strides are (patch_size, 2, ...) = '
+                f'{(patch_size, ) + (2, ) * (num_stages - 1)}; set '
+                'patch_size for the first one')
+        # convert_weights (mmdet): checkpoints of every known layout are
+        # converted on load whatever its value (the layout is detected from
+        # the keys), so True and False both load official weights.
+        self.convert_weights = convert_weights
 
         attn_cfg = dict(attn_cfg or {})
+        attn_cfg.setdefault('pad_small_map', pad_small_map)
         if attn_type != 'window' or 'type' not in attn_cfg:
             attn_cfg['attn_type'] = attn_type
         attn_cfg.setdefault('shift_mode', shift_mode)
@@ -164,14 +238,18 @@ class SwinTransformer(HierarchicalBackbone):
         self.num_heads = num_heads
         self.window_size = window_size
         self.use_abs_pos_embed = use_abs_pos_embed
+        self.pad_small_map = pad_small_map
+        self.interpolate_mode = interpolate_mode
+        pretrain_hw = (pretrain_img_size, ) * 2 if isinstance(
+            pretrain_img_size, int) else tuple(pretrain_img_size)
+        self.pretrain_grid = tuple(s // patch_size for s in pretrain_hw)
 
         self.patch_embed = PatchEmbed(in_channels, embed_dims, patch_size,
                                       norm_cfg if patch_norm else None)
         if use_abs_pos_embed:
-            grid = pretrain_img_size // patch_size
-            # Official layout: (1, grid*grid, C).
+            # Official layout: (1, grid_h * grid_w, C).
             self.absolute_pos_embed = nn.Parameter(
-                torch.zeros(1, grid * grid, embed_dims))
+                torch.zeros(1, math.prod(self.pretrain_grid), embed_dims))
         self.drop_after_pos = nn.Dropout(p=drop_rate)
 
         dpr = torch.linspace(0, drop_path_rate, sum(depths)).tolist()
@@ -194,8 +272,9 @@ class SwinTransformer(HierarchicalBackbone):
                 attn_cfg=attn_cfg,
                 **block_kwargs) for i in range(num_stages)
         ]
-        self.build_skeleton(
-            'SwinTransformer', stages, num_features, out_indices, frozen_stages, norm_eval, norm_cfg)
+        self.build_skeleton('SwinTransformer', stages, num_features,
+                            out_indices, frozen_stages, norm_eval, norm_cfg,
+                            out_after_downsample)
         # the HTC++ backbone's extra block: global attention, no position
         global_cfg = {k: v for k, v in attn_cfg.items()
                       if k not in ('type', 'attn_type', 'performer_features')}
@@ -259,11 +338,10 @@ class SwinTransformer(HierarchicalBackbone):
     # --------------------------------------------------------------- forward
     def _abs_pos_embed(self, hw_shape) -> torch.Tensor:
         pos = self.absolute_pos_embed
-        grid = int(pos.shape[1]**0.5)
-        if (grid, grid) == tuple(hw_shape):
+        if self.pretrain_grid == tuple(hw_shape):
             return pos
-        pos = pos.transpose(1, 2).reshape(1, -1, grid, grid)
-        pos = F.interpolate(pos, size=hw_shape, mode='bicubic',
+        pos = pos.transpose(1, 2).reshape(1, -1, *self.pretrain_grid)
+        pos = F.interpolate(pos, size=hw_shape, mode=self.interpolate_mode,
                             align_corners=False)
         return pos.flatten(2).transpose(1, 2)
 

@@ -31,7 +31,13 @@ class (``attn_cfg.type``)      alias           kernel
   relative bias;
 * ``use_content`` (default True): False drops the q.k term, leaving the
   position bias alone. ``position='relative_only'`` is kept as an alias of
-  ``position='relative', use_content=False``.
+  ``position='relative', use_content=False``;
+* ``pad_small_map`` (window attention, default True): True pads a map
+  smaller than a window and shifts it like any other (detection semantics,
+  as mmdet and mmseg); False is the official classifiers' semantics (as
+  mmpretrain's ``pad_small_map=False`` and timm's
+  ``always_partition=False``): a map whose short side equals the window is
+  not shifted, and one smaller than the window is refused.
 
 :func:`build_swin_attention` takes either ``type=`` or the older
 ``attn_type=`` string, so existing configs and checkpoints keep working.
@@ -143,6 +149,7 @@ class SwinAttention(BaseModule):
                  position: str = 'relative',
                  use_content: bool = True,
                  chunk_tokens: int = CHUNK_TOKENS,
+                 pad_small_map: bool = True,
                  init_cfg=None):
         super().__init__(init_cfg)
         if embed_dims % num_heads:
@@ -157,6 +164,7 @@ class SwinAttention(BaseModule):
         self.shift_mode = shift_mode
         self.use_content = use_content
         self.chunk_tokens = chunk_tokens
+        self.pad_small_map = pad_small_map
         self.scale = qk_scale or (embed_dims // num_heads)**-0.5
         self.attn_drop_rate = attn_drop_rate
         if position in ('relative', 'absolute+relative'):
@@ -273,6 +281,14 @@ class WindowAttention(SwinAttention):
         the zero-padded frame that ``layout.gather_index`` reads."""
         B, H, W, C = x.shape
         ws = self.window_size
+        if not self.pad_small_map and min(H, W) <= ws:
+            if min(H, W) < ws:
+                raise ValueError(
+                    f'a {H}x{W} map is smaller than the {ws}x{ws} window '
+                    'and pad_small_map=False (classifier semantics); use a '
+                    'larger input, a smaller window_size or '
+                    'pad_small_map=True')
+            shift_size = 0  # one window across: the release does not shift
         mode = self.shift_mode if shift_size else 'none'
         if mode == 'none':
             shift_size = 0
