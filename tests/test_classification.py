@@ -266,3 +266,68 @@ def test_official_classifier_weights_give_timms_logits(rel, timm_name,
     with torch.no_grad():
         torch.testing.assert_close(ours(x, mode='tensor'), reference(x),
                                    atol=1e-4, rtol=1e-4)
+
+
+def test_whole_classifier_converts_back_to_mmpretrain_and_official(tmp_path):
+    """The way back for a classifier of ours: to mmpretrain's layout it loads
+    into mmpretrain's own Swin-T classifier and gives our logits; to the
+    official release layout, timm's own ``checkpoint_filter_fn`` (which
+    reads official releases) loads it into timm's model, same logits."""
+    import subprocess
+    import sys
+    timm = pytest.importorskip('timm')
+    from mmengine.registry import DefaultScope
+    from mmpretrain.registry import MODELS
+    model_cfg = cfg('swin/swin-t-p4-w7_16xb64_300e_in1k.py').model
+    model_cfg.pop('train_cfg', None)
+    model_cfg.head.pop('init_cfg', None)
+    torch.manual_seed(0)
+    with DefaultScope.overwrite_default_scope('mmpretrain'):
+        ours = MODELS.build(model_cfg)
+        ours.init_weights()
+        with torch.no_grad():
+            for name, p in ours.named_parameters():
+                if 'relative_position_bias_table' in name or 'bias' in name:
+                    p.normal_(0, 0.1)
+        ours.eval()
+        import mmpretrain
+        peer_cfg = Config.fromfile(osp.join(
+            osp.dirname(mmpretrain.__file__), '.mim', 'configs',
+            'swin_transformer', 'swin-tiny_16xb64_in1k.py')).model
+        peer_cfg.pop('train_cfg', None)
+        peer = MODELS.build(peer_cfg)
+    src = str(tmp_path / 'ours.pth')
+    torch.save({'state_dict': ours.state_dict(), 'meta': {}}, src)
+    x = torch.randn(1, 3, 224, 224)
+    with torch.no_grad():
+        logits = ours(x, mode='tensor')
+
+    def convert(to):
+        dst = str(tmp_path / f'{to}.pth')
+        proc = subprocess.run(
+            [sys.executable, osp.join(REPO, 'tools', 'model_converters',
+                                      'mmvisattn2official.py'), src, dst,
+             '--to', to], cwd=REPO, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stdout[-3000:]
+        return torch.load(dst, weights_only=True)
+
+    result = peer.load_state_dict(convert('mmpretrain')['state_dict'],
+                                  strict=False)
+    assert not result.unexpected_keys, result
+    assert all(k.endswith('relative_position_index')
+               for k in result.missing_keys), result
+    peer.eval()
+    with torch.no_grad():
+        torch.testing.assert_close(peer(x, mode='tensor'), logits,
+                                   atol=1e-4, rtol=1e-4)
+
+    from timm.models.swin_transformer import checkpoint_filter_fn
+    reference = timm.create_model('swin_tiny_patch4_window7_224',
+                                  pretrained=False).eval()
+    official = convert('official')['model']
+    assert 'head.weight' in official and 'norm.weight' in official
+    reference.load_state_dict(checkpoint_filter_fn(official, reference))
+    with torch.no_grad():
+        torch.testing.assert_close(reference(x), logits, atol=1e-4,
+                                   rtol=1e-4)

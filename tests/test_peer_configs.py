@@ -1,7 +1,8 @@
 """Peers' own Swin configs, as installed with mmdet, mmseg and mmpretrain,
 work with only the backbone's ``type`` changed to ``mmvisattn.SwinTransformer``
-and compute what the peer computes with the same weights; arguments that
-only the peer's implementation understands fail with what to use instead."""
+and compute what the peer computes with the same weights, loaded from the
+peer's own state dict as it is; arguments that only the peer's
+implementation understands fail with what to use instead."""
 import copy
 import glob
 import os.path as osp
@@ -12,7 +13,6 @@ from mmengine.config import Config
 
 import mmvisattn  # noqa: F401
 from mmvisattn.models.backbones import SwinTransformer
-from mmvisattn.models.utils import swin_any_to_mmvisattn
 
 
 def _peer_configs(package, folder):
@@ -45,11 +45,6 @@ def _randomise(model, seed=0):
     return model
 
 
-def _ours_from(peer_state, num_stages, ours):
-    state = swin_any_to_mmvisattn(peer_state, num_stages)
-    return ours.load_state_dict(state, strict=False)
-
-
 DET_SEG = (
     [('mmdet', name, b)
      for name, b in _unique_backbones(_peer_configs('mmdet', 'swin'))] +
@@ -69,8 +64,8 @@ def test_detection_and_segmentation_configs_change_only_type(
     # the config builds through the registry with only `type` changed
     built = registry.build(dict(backbone, type='mmvisattn.SwinTransformer'))
     assert isinstance(built, SwinTransformer)
-    result = _ours_from(peer.state_dict(), len(ours.depths), ours)
-    assert not result.missing_keys and not result.unexpected_keys, result
+    # the peer's own layout loads as it is (the backbone's load pre-hook)
+    ours.load_state_dict(peer.state_dict(), strict=True)
     x = torch.randn(1, backbone.get('in_channels', 3), 72, 104)
     with torch.no_grad():
         theirs, mine = peer(x), ours(x)
@@ -103,20 +98,13 @@ def test_mmpretrain_classifier_configs_change_only_type(name, backbone):
         ours = MODELS.build(cfg).eval()
     assert isinstance(ours.backbone, SwinTransformer)
     assert ours.backbone.pad_small_map is False
-    state = peer.state_dict()
-    backbone = swin_any_to_mmvisattn(
-        {k[9:]: v for k, v in state.items() if k.startswith('backbone.')},
-        len(ours.backbone.depths))
-    rest = {k: v for k, v in state.items() if not k.startswith('backbone.')}
-    result = ours.load_state_dict(
-        dict(rest, **{f'backbone.{k}': v for k, v in backbone.items()}),
-        strict=False)
+    # the peer's whole model, its own layout, loads as it is
+    result = ours.load_state_dict(peer.state_dict(), strict=False)
     # mmpretrain outputs stage 4 only; our other output norms are unused
     assert not result.unexpected_keys, result
     assert all(k.startswith(('backbone.norm0', 'backbone.norm1',
                              'backbone.norm2')) for k in result.missing_keys)
-    size = backbone['layers.0.blocks.0.attn.relative_position_bias_table']
-    window = (int(size.shape[0]**0.5) + 1) // 2
+    window = ours.backbone.window_size
     x = torch.randn(1, 3, 32 * window, 32 * window)
     with torch.no_grad():
         theirs = peer(x, mode='tensor')

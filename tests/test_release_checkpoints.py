@@ -205,7 +205,9 @@ def test_release_detector_checkpoint_evaluates_unchanged(release):
     """The Swin-Transformer-Object-Detection format through tools/test.py
     with our config, no conversion step: same predictions as mmdet's model
     with mmdet's SwinTransformer and the same weights. Our own older
-    checkpoints (mmcv FFN names) evaluate the same."""
+    checkpoints (mmcv FFN names) and mmdet's own whole checkpoint (its
+    zoo's layout, converted by the backbone's load pre-hook) evaluate the
+    same."""
     tmp = release['tmp']
     outputs = run_tools(
         ['tools/test.py', release['ours'], release['release'], '--out',
@@ -213,7 +215,10 @@ def test_release_detector_checkpoint_evaluates_unchanged(release):
         ['tools/test.py', release['theirs'], release['mmdet'], '--out',
          str(tmp / 'mmdet.pkl'), '--work-dir', str(tmp / 'w2')],
         ['tools/test.py', release['ours'], release['older'], '--out',
-         str(tmp / 'older.pkl'), '--work-dir', str(tmp / 'w3')])
+         str(tmp / 'older.pkl'), '--work-dir', str(tmp / 'w3')],
+        # mmdet's own whole checkpoint (its zoo's Swin layout) with ours
+        ['tools/test.py', release['ours'], release['mmdet'], '--out',
+         str(tmp / 'zoo.pkl'), '--work-dir', str(tmp / 'w4')])
     for out in outputs:
         assert 'coco/bbox_mAP' in out and 'coco/segm_mAP' in out, out[-3000:]
         assert 'does not match the model' not in out
@@ -222,6 +227,7 @@ def test_release_detector_checkpoint_evaluates_unchanged(release):
     reference = _predictions(tmp / 'mmdet.pkl')
     assert_same_predictions(_predictions(tmp / 'release.pkl'), reference)
     assert_same_predictions(_predictions(tmp / 'older.pkl'), reference)
+    assert_same_predictions(_predictions(tmp / 'zoo.pkl'), reference)
 
 
 def test_release_backbone_keys_load_strictly_into_ours(release):
@@ -253,3 +259,41 @@ def test_release_absolute_position_embedding_layout_loads():
     model.load_state_dict(release, strict=True)
     torch.testing.assert_close(model.absolute_pos_embed.view(1, 8, 8, 96),
                                grid.permute(0, 2, 3, 1))
+
+
+def _convert_back(src, dst, to):
+    import subprocess
+    import sys
+    proc = subprocess.run(
+        [sys.executable, osp.join(REPO, 'tools', 'model_converters',
+                                  'mmvisattn2official.py'), src, dst,
+         '--to', to], cwd=REPO, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    return torch.load(dst, weights_only=True)
+
+
+def _derived(key):
+    return key.endswith(('relative_position_index', 'attn_mask'))
+
+
+def test_whole_detector_converts_back_to_mmdet_and_the_release(release):
+    """The way back: our whole detector checkpoint (the release layout is
+    ours) to mmdet 3.x's layout gives exactly mmdet's own checkpoint of the
+    same weights, every tensor of the backbone, neck and heads, so mmdet's
+    model loads it and predicts what mmdet predicts (the derived position
+    index aside, which mmdet rebuilds); and back to the authors' release
+    layout gives the release again."""
+    tmp = release['tmp']
+    mmdet_state = torch.load(release['mmdet'], weights_only=True)[
+        'state_dict']
+    release_state = torch.load(release['release'], weights_only=False)[
+        'state_dict']
+    for to, expected in (('mmdet', mmdet_state), ('official', release_state)):
+        got = _convert_back(release['release'], str(tmp / f'back_{to}.pth'),
+                            to)['state_dict']
+        want = {k: v for k, v in expected.items() if not _derived(k)}
+        assert set(got) == set(want), (to, set(got) ^ set(want))
+        for key, value in want.items():
+            torch.testing.assert_close(got[key], value, rtol=0, atol=0,
+                                       msg=f'{to}: {key}')

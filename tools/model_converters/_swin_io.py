@@ -25,8 +25,11 @@ def read_raw_checkpoint(path: str, trust_file: bool = False) -> dict:
     return CheckpointLoader.load_checkpoint(path, map_location='cpu')
 
 
-def read_swin_state(path: str, trust_file: bool = False):
-    """``(layout, num_stages, backbone state)`` of a Swin checkpoint file.
+def read_swin_state(path: str, trust_file: bool = False,
+                    with_rest: bool = False):
+    """``(layout, num_stages, backbone state)`` of a Swin checkpoint file,
+    and with ``with_rest`` the whole model's other tensors (neck, heads:
+    keys outside ``backbone.``; empty for a backbone-only file).
 
     Exits with a message naming ``path`` (and a few of its keys) when the
     file cannot be read or holds no Swin Transformer.
@@ -43,4 +46,12 @@ def read_swin_state(path: str, trust_file: bool = False):
         raise SystemExit(f'error: {path!r} is not a Swin checkpoint: {err}')
     tensors = OrderedDict(
         (k, v) for k, v in state.items() if isinstance(v, torch.Tensor))
-    return layout, count_swin_stages(tensors), tensors
+    if not with_rest:
+        return layout, count_swin_stages(tensors), tensors
+    whole = extract_state_dict(raw, prefix='\0')  # unwrapped, all keys
+    rest = OrderedDict(
+        (k, v) for k, v in whole.items()
+        if isinstance(v, torch.Tensor) and not k.startswith('backbone.'))
+    if len(rest) == len(whole):  # a backbone-only file
+        rest = OrderedDict()
+    return layout, count_swin_stages(tensors), tensors, rest

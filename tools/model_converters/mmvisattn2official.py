@@ -1,19 +1,31 @@
-"""Convert a Swin checkpoint to the official (or mmdet's) Swin layout.
+"""Convert a Swin checkpoint (a backbone or a whole model) to the official
+layout or to mmdet's / mmseg's / mmpretrain's.
 
-    python tools/model_converters/mmvisattn2official.py SRC DST [--to mmdet]
+    python tools/model_converters/mmvisattn2official.py SRC DST \
+        [--to official|mmdet|mmseg|mmpretrain]
 
-SRC is usually one of ours (a backbone or a whole detector checkpoint), but
-any layout that ``swin2mmvisattn.py`` reads works. ``--to official`` (the
-default) writes ``{'model': ...}`` in microsoft/Swin-Transformer names,
-without a classifier head; ``--to mmdet`` writes ``{'state_dict': ...}``
-with ``backbone.``-prefixed mmdet/mmseg keys, which mmdet's
-``SwinTransformer`` (``init_cfg=dict(type='Pretrained', ...)``, which keeps
-only ``backbone.`` keys), mmseg's and a detector's ``load_from`` all read.
-The extra output norms ``norm0..norm2`` have no official counterpart and
-are dropped in the official layout. Note that the official classification
-code's ``--pretrained`` loader reads ``head.bias`` unconditionally, so it
-wants a head added to this backbone-only file; its detection fork (and
-mmdet's ``swin_converter``) do not.
+SRC is usually one of ours (a backbone, or a whole detector, segmentor or
+classifier checkpoint), but any layout that ``swin2mmvisattn.py`` reads
+works. The backbone is converted; a whole model's other weights (neck,
+heads) pass through unchanged, so the result loads into the peer
+library's model of the same config (``load_from``, tools/test.py).
+
+* ``--to official`` (the default): a backbone or a classifier becomes
+  ``{'model': ...}`` in microsoft/Swin-Transformer names (a classifier's
+  ``head.fc`` becomes ``head``); a detector or segmentor becomes
+  ``{'state_dict': ...}`` with the backbone under ``backbone.`` in the
+  layout of the authors' detection and segmentation releases (ours: the
+  output norms ``norm{i}`` kept). For a backbone or classifier the extra
+  output norms ``norm0..norm2`` have no official counterpart and are
+  dropped.
+* ``--to mmdet`` / ``mmseg`` / ``mmpretrain`` (one Swin layout, shared by the
+  three): ``{'state_dict': ...}`` with ``backbone.``-prefixed keys, which
+  their ``SwinTransformer`` (``init_cfg=dict(type='Pretrained', ...)``) and
+  their whole models' ``load_from`` read.
+
+Note that the official classification code's ``--pretrained`` loader reads
+``head.bias`` unconditionally, so a backbone-only file wants a head added;
+its detection fork (and mmdet's ``swin_converter``) do not.
 """
 import argparse
 
@@ -30,26 +42,40 @@ def parse_args(argv=None):
     parser.add_argument('dst', help='output file (.pth)')
     parser.add_argument('--trust-file', action='store_true',
                         help=TRUST_FILE_HELP)
-    parser.add_argument('--to', choices=('official', 'mmdet'),
+    parser.add_argument('--to',
+                        choices=('official', 'mmdet', 'mmseg', 'mmpretrain'),
                         default='official', help='target layout')
     return parser.parse_args(argv)
 
 
 def main(argv=None):
     args = parse_args(argv)
-    layout, num_stages, state = read_swin_state(args.src, args.trust_file)
+    layout, num_stages, state, rest = read_swin_state(
+        args.src, args.trust_file, with_rest=True)
     ours = swin_any_to_mmvisattn(state, num_stages)
-    if args.to == 'official':
+    classifier = 'head.fc.weight' in rest
+    if args.to == 'official' and rest and not classifier:
+        # a detector / segmentor: the authors' detection and segmentation
+        # releases name the backbone as we do, output norms norm{i} kept
+        converted = ours
+        checkpoint = {'state_dict': dict(
+            {f'backbone.{k}': v for k, v in converted.items()}, **rest)}
+    elif args.to == 'official':
         converted = swin_to_official(ours, num_stages)
-        checkpoint = {'model': converted}
+        # mmpretrain's head.fc.* is the classification release's head.*
+        head = {k.replace('head.fc.', 'head.', 1): v for k, v in rest.items()}
+        checkpoint = {'model': dict(converted, **head)}
     else:
         converted = swin_to_mmdet(ours, num_stages)
         checkpoint = {
-            'state_dict': {f'backbone.{k}': v for k, v in converted.items()},
+            'state_dict': dict(
+                {f'backbone.{k}': v for k, v in converted.items()}, **rest),
             'meta': {'source_layout': layout, 'source': args.src}}
     torch.save(checkpoint, args.dst)
+    whole = f' and {len(rest)} other tensors (kept)' if rest else ''
     print(f'{args.src}: {layout} layout, {num_stages} stages -> '
-          f'{len(converted)} tensors in {args.to} layout saved to {args.dst}')
+          f'{len(converted)} backbone tensors in {args.to} layout{whole} '
+          f'saved to {args.dst}')
 
 
 if __name__ == '__main__':

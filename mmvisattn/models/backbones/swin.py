@@ -11,7 +11,8 @@ from mmvisattn.ops import resize_relative_position_table
 from mmvisattn.registry import MODELS
 from ..layers import PatchEmbed, PatchMerging, SwinBlock
 from ..layers.window_msa import attention_class
-from ..utils.swin_convert import swin_any_to_mmvisattn
+from ..utils.swin_convert import (is_openmmlab_swin, is_timm_swin,
+                                  swin_any_to_mmvisattn)
 from .base import BlockStage, HierarchicalBackbone, resolve_arch
 
 
@@ -115,6 +116,20 @@ class SwinTransformer(HierarchicalBackbone):
         frozen_stages: -1 trains all; 0 freezes the patch embedding; k>0
             also freezes stages 1..k and their output norms.
         norm_eval: keep BatchNorm layers (e.g. from a plugin) in eval mode.
+        pad_small_map: True pads and shifts every map (detection
+            semantics, mmdet's and mmseg's); False leaves a map whose short
+            side is one window unshifted (the official classifiers'
+            semantics, mmpretrain's option). Default True, or False with
+            mmpretrain's ``img_size``.
+        out_after_downsample: take stage i's output after its merging
+            (mmpretrain's option).
+        interpolate_mode: how the absolute embedding is resized.
+        strides, convert_weights, pretrained, img_size, stage_cfgs,
+            patch_cfg: mmdet's, mmseg's and mmpretrain's arguments, with
+            their meaning there, so that their configs work with only
+            ``type`` changed; what only their implementation can do is
+            refused with what to use instead (docs/backbones.md, "Peers'
+            Swin configs").
         init_cfg: ``dict(type='Pretrained', checkpoint=PATH_OR_URL)`` loads an
             official release checkpoint (``model``), a checkpoint of mmdet's,
             mmseg's or mmpretrain's Swin (also whole detectors, segmentors
@@ -287,7 +302,23 @@ class SwinTransformer(HierarchicalBackbone):
                           position='none'),
             **block_kwargs) if extra_global_block else None
         self._freeze_stages()
+        self._register_load_state_dict_pre_hook(self._peer_layout)
         self._register_load_state_dict_pre_hook(self._release_pos_embed)
+
+    def _peer_layout(self, state_dict, prefix, *args, **kwargs):
+        """Whole models of mmdet's, mmseg's and mmpretrain's zoos (and
+        timm's) hold their own Swin layout under ``backbone.``; converted
+        here, on load, so ``load_from``, ``resume`` and tools/test.py take
+        them unchanged. The release layout is ours and passes as it is."""
+        keys = [k for k in state_dict if k.startswith(prefix)]
+        sub = {k[len(prefix):]: state_dict[k] for k in keys}
+        if not (is_openmmlab_swin(sub) or is_timm_swin(sub)):
+            return
+        for key in keys:
+            del state_dict[key]
+        for key, value in swin_any_to_mmvisattn(sub,
+                                                len(self.depths)).items():
+            state_dict[prefix + key] = value
 
     @staticmethod
     def _release_pos_embed(state_dict, prefix, *args, **kwargs):
