@@ -163,3 +163,14 @@ def run_tools(*commands):
     outputs = proc.stdout.split(_TOOL_MARK)[1:]
     assert len(outputs) == len(commands), proc.stdout[-3000:]
     return outputs
+
+
+def convert_with(script, *args):
+    """Run ``tools/model_converters/<script>`` with ``args``; return its
+    output (the test fails with it if the script does)."""
+    proc = subprocess.run(
+        [sys.executable, osp.join(REPO, 'tools', 'model_converters', script),
+         *map(str, args)], cwd=REPO, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    return proc.stdout

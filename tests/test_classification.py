@@ -9,7 +9,8 @@ import pytest
 import torch
 from mmengine.config import Config
 
-from conftest import REPO, load_tool, run_tools, shared_dataset
+from conftest import (REPO, convert_with, load_tool, run_tools,
+                      shared_dataset)
 
 CONFIGS = osp.join(REPO, 'configs')
 RUNS = {
@@ -273,8 +274,6 @@ def test_whole_classifier_converts_back_to_mmpretrain_and_official(tmp_path):
     into mmpretrain's own Swin-T classifier and gives our logits; to the
     official release layout, timm's own ``checkpoint_filter_fn`` (which
     reads official releases) loads it into timm's model, same logits."""
-    import subprocess
-    import sys
     timm = pytest.importorskip('timm')
     from mmengine.registry import DefaultScope
     from mmpretrain.registry import MODELS
@@ -304,12 +303,8 @@ def test_whole_classifier_converts_back_to_mmpretrain_and_official(tmp_path):
 
     def convert(to):
         dst = str(tmp_path / f'{to}.pth')
-        proc = subprocess.run(
-            [sys.executable, osp.join(REPO, 'tools', 'model_converters',
-                                      'mmvisattn2official.py'), src, dst,
-             '--to', to], cwd=REPO, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, text=True, timeout=300)
-        assert proc.returncode == 0, proc.stdout[-3000:]
+        convert_with('mmvisattn2official.py', src, dst, '--to', to,
+                 '--keep-heads')
         return torch.load(dst, weights_only=True)
 
     result = peer.load_state_dict(convert('mmpretrain')['state_dict'],

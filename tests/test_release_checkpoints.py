@@ -23,7 +23,7 @@ import pytest
 import torch
 from mmengine.config import Config
 
-from conftest import REPO, default_scope_guard, run_tools
+from conftest import REPO, convert_with, default_scope_guard, run_tools
 from test_swin_checkpoints import ffn_named
 from test_zoo_coco import coco128_files, write_override
 
@@ -262,14 +262,8 @@ def test_release_absolute_position_embedding_layout_loads():
 
 
 def _convert_back(src, dst, to):
-    import subprocess
-    import sys
-    proc = subprocess.run(
-        [sys.executable, osp.join(REPO, 'tools', 'model_converters',
-                                  'mmvisattn2official.py'), src, dst,
-         '--to', to], cwd=REPO, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout[-3000:]
+    convert_with('mmvisattn2official.py', src, dst, '--to', to,
+                 '--keep-heads')
     return torch.load(dst, weights_only=True)
 
 

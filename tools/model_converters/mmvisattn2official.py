@@ -2,17 +2,19 @@
 layout or to mmdet's / mmseg's / mmpretrain's.
 
     python tools/model_converters/mmvisattn2official.py SRC DST \
-        [--to official|mmdet|mmseg|mmpretrain]
+        [--to official|mmdet|mmseg|mmpretrain] [--keep-heads]
 
 SRC is usually one of ours (a backbone, or a whole detector, segmentor or
 classifier checkpoint), but any layout that ``swin2mmvisattn.py`` reads
-works. The backbone is converted; a whole model's other weights (neck,
-heads) pass through unchanged, so the result loads into the peer
-library's model of the same config (``load_from``, tools/test.py).
+works. The backbone is converted. With ``--keep-heads`` a whole model's
+other weights (neck, heads) pass through unchanged, so the result loads
+into the peer library's model of the same config (``load_from``,
+tools/test.py); without it only the backbone is written.
 
-* ``--to official`` (the default): a backbone or a classifier becomes
-  ``{'model': ...}`` in microsoft/Swin-Transformer names (a classifier's
-  ``head.fc`` becomes ``head``); a detector or segmentor becomes
+* ``--to official`` (the default): a backbone (or, with ``--keep-heads``, a
+  classifier) becomes ``{'model': ...}`` in microsoft/Swin-Transformer
+  names (a classifier's ``head.fc`` becomes ``head``); with
+  ``--keep-heads`` a detector or segmentor becomes
   ``{'state_dict': ...}`` with the backbone under ``backbone.`` in the
   layout of the authors' detection and segmentation releases (ours: the
   output norms ``norm{i}`` kept). For a backbone or classifier the extra
@@ -45,6 +47,9 @@ def parse_args(argv=None):
     parser.add_argument('--to',
                         choices=('official', 'mmdet', 'mmseg', 'mmpretrain'),
                         default='official', help='target layout')
+    parser.add_argument('--keep-heads', action='store_true',
+                        help='convert a whole model: keep the weights '
+                        'outside the backbone (neck, heads)')
     return parser.parse_args(argv)
 
 
@@ -53,6 +58,8 @@ def main(argv=None):
     layout, num_stages, state, rest = read_swin_state(
         args.src, args.trust_file, with_rest=True)
     ours = swin_any_to_mmvisattn(state, num_stages)
+    if not args.keep_heads:
+        rest = {}
     classifier = 'head.fc.weight' in rest
     if args.to == 'official' and rest and not classifier:
         # a detector / segmentor: the authors' detection and segmentation
