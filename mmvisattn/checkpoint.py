@@ -158,13 +158,15 @@ def remove_partials(partials: List[str]) -> None:
             pass
 
 
-def extract_state_dict(checkpoint, prefix: str = 'backbone.'
+def extract_state_dict(checkpoint,
+                       prefix: Optional[str] = 'backbone.'
                        ) -> 'OrderedDict[str, torch.Tensor]':
     """The backbone's weights from a raw file, a runner checkpoint or a detector.
 
     Accepts ``{'state_dict': ...}`` (mmengine), ``{'model': ...}`` (official
     releases), a bare state dict, the ``module.`` prefix of DDP, and whole
     detector/segmentor checkpoints (keys under ``backbone.``).
+    ``prefix=None`` keeps every key (the whole model, unwrapped).
     """
     if not isinstance(checkpoint, dict):
         raise TypeError(f'a checkpoint must be a dict, got {type(checkpoint)}')
@@ -174,7 +176,7 @@ def extract_state_dict(checkpoint, prefix: str = 'backbone.'
             break
     state = OrderedDict((k[7:] if k.startswith('module.') else k, v)
                         for k, v in checkpoint.items())
-    if any(k.startswith(prefix) for k in state):
+    if prefix is not None and any(k.startswith(prefix) for k in state):
         state = OrderedDict((k[len(prefix):], v) for k, v in state.items()
                             if k.startswith(prefix))
     return state

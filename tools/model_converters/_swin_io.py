@@ -48,7 +48,7 @@ def read_swin_state(path: str, trust_file: bool = False,
         (k, v) for k, v in state.items() if isinstance(v, torch.Tensor))
     if not with_rest:
         return layout, count_swin_stages(tensors), tensors
-    whole = extract_state_dict(raw, prefix='\0')  # unwrapped, all keys
+    whole = extract_state_dict(raw, prefix=None)
     rest = OrderedDict(
         (k, v) for k, v in whole.items()
         if isinstance(v, torch.Tensor) and not k.startswith('backbone.'))

@@ -111,12 +111,6 @@ def attention_class(attn_type: Optional[str] = None,
     return cls
 
 
-def check_variant(attn_type: Optional[str] = None, shift_mode: str = 'cyclic',
-                  position: str = 'relative', type: Optional[str] = None):
-    """Refuse unknown or impossible combinations with the field's name."""
-    attention_class(attn_type, type).check(shift_mode, position)
-
-
 def build_swin_attention(embed_dims: int, num_heads: int, window_size: int,
                          *args, attn_type: Optional[str] = None,
                          type: Optional[str] = None,
