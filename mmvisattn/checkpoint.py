@@ -86,6 +86,50 @@ def as_the_model_reads_it(model: nn.Module, state: dict) -> dict:
     return state
 
 
+def release_classifier_state_dict(checkpoint: dict, model: nn.Module
+                                  ) -> Optional['OrderedDict[str, torch.Tensor]']:
+    """A released classifier file as the whole-model state dict of
+    ``model``, or None when it is not one or ``model`` is no classifier.
+
+    The official releases (microsoft/Swin-Transformer's ``{'model': ...}``,
+    huawei-noah TNT's and timm's bare state dicts, timm train.py's
+    ``{'state_dict': ...}``) keep the backbone at the top level and the
+    classifier as ``head.weight`` / ``head.bias``; mmengine would match none
+    of an ``ImageClassifier``'s keys and load nothing. Here the backbone part
+    goes through the backbone's own ``convert_checkpoint`` (the conversion
+    its ``init_cfg`` uses) under ``backbone.``, and the head onto
+    mmpretrain's ``head.fc``. A file that already has ``backbone.`` keys
+    (ours, mmpretrain's) is a whole model and is left to the load pre-hooks.
+    """
+    backbone = getattr(model, 'backbone', None)
+    fc = getattr(getattr(model, 'head', None), 'fc', None)
+    if not (hasattr(backbone, 'convert_checkpoint')
+            and isinstance(fc, nn.Linear) and isinstance(checkpoint, dict)):
+        return None
+    for field in ('model', 'state_dict'):
+        if isinstance(checkpoint.get(field), dict):
+            state = checkpoint[field]
+            break
+    else:
+        if not all(isinstance(v, torch.Tensor) for v in checkpoint.values()):
+            return None
+        state = checkpoint
+    state = OrderedDict((re.sub(r'^module\.', '', k), v)
+                        for k, v in state.items())
+    if not state or any(k.startswith('backbone.') for k in state):
+        return None
+    head = OrderedDict()
+    for key in list(state):
+        if key in ('head.weight', 'head.bias'):  # official, timm < 0.9
+            head['head.fc.' + key[len('head.'):]] = state.pop(key)
+        elif key.startswith('head.fc.'):  # timm >= 0.9
+            head[key] = state.pop(key)
+    whole = OrderedDict(('backbone.' + k, v)
+                        for k, v in backbone.convert_checkpoint(state).items())
+    whole.update(head)
+    return whole
+
+
 def verify_checkpoint(path: str, model: nn.Module,
                       checkpoint: Optional[dict] = None) -> None:
     """Refuse a checkpoint that does not fit ``model`` exactly.
@@ -95,10 +139,14 @@ def verify_checkpoint(path: str, model: nn.Module,
     weights. Here missing keys, unexpected keys and shape mismatches stop
     with the file named. Keys are compared as the model reads them (after
     its load pre-hooks), so a release or older-layout checkpoint that loads
-    passes.
+    passes; a released classifier is read as
+    :func:`release_classifier_state_dict` reads it.
     """
     checkpoint = read_checkpoint(path) if checkpoint is None else checkpoint
-    state = checkpoint.get('state_dict', checkpoint)
+    state = release_classifier_state_dict(checkpoint,
+                                          getattr(model, 'module', model))
+    if state is None:
+        state = checkpoint.get('state_dict', checkpoint)
     if not isinstance(state, dict) or not state:
         raise CheckpointError(f'{path}: holds no state_dict (top-level keys: '
                               f'{short_listing(sorted(map(str, checkpoint)))})')

@@ -28,6 +28,15 @@ from test_swin_checkpoints import ffn_named
 from test_zoo_coco import coco128_files, write_override
 
 CONFIG = osp.join(REPO, 'configs', 'cascade_swin_t_coco.py')
+MASK_RCNN = osp.join(REPO, 'configs', 'swin',
+                     'mask-rcnn_swin-t-p4-w7_fpn_ms-crop-1x_coco.py')
+# our config -> the authors' config its release was trained with
+RELEASE_NAMES = {
+    CONFIG: 'cascade_mask_rcnn_swin_tiny_patch4_window7_mstrain_480-800_'
+            'giou_4conv1f_adamw_3x_coco.py',
+    MASK_RCNN: 'mask_rcnn_swin_tiny_patch4_window7_mstrain_480-800_'
+               'adamw_1x_coco.py',
+}
 MMDET_SWIN_T = dict(
     _delete_=True, type='SwinTransformer', embed_dims=96,
     depths=[2, 2, 6, 2], num_heads=[3, 6, 12, 24], window_size=7,
@@ -68,7 +77,7 @@ def mmdet_to_release(state):
     return out
 
 
-def mmdet2x_checkpoint(state, classes):
+def mmdet2x_checkpoint(state, classes, config_name):
     """What an mmdet 2.11 / mmcv 1.x runner writes (mmcv
     runner/checkpoint.py save_checkpoint, mmdet tools/train.py meta; the Swin
     repo's runner adds apex's ``amp`` state)."""
@@ -77,8 +86,7 @@ def mmdet2x_checkpoint(state, classes):
             'env_info': 'sys.platform: linux\nPython: 3.7.10',
             'config': "model = dict(type='CascadeRCNN')",
             'seed': 0,
-            'exp_name': 'cascade_mask_rcnn_swin_tiny_patch4_window7_'
-                        'mstrain_480-800_giou_4conv1f_adamw_3x_coco.py',
+            'exp_name': config_name,
             'mmdet_version': '2.11.0abc1234',
             'CLASSES': tuple(classes),
             'mmcv_version': '1.3.1',
@@ -94,19 +102,18 @@ def mmdet2x_checkpoint(state, classes):
     }
 
 
-@pytest.fixture(scope='module')
-def release(tmp_path_factory):
-    """Configs and checkpoints: our config, mmdet's model, the release
-    checkpoint, mmdet's checkpoint of the same weights, and an older
+def build_release(tmp, config):
+    """Configs and checkpoints in ``tmp`` for the zoo ``config``: ours
+    (shrunk to coco128), mmdet's model (mmdet's Swin in our config), the
+    release checkpoint, mmdet's checkpoint of the same weights, and an older
     mmvisattn (FFN-named) checkpoint of them."""
     from mmdet.models.backbones.swin import swin_converter
     from mmdet.registry import MODELS
     from mmdet.utils import register_all_modules
 
-    tmp = tmp_path_factory.mktemp('release')
     root, subset, _ = coco128_files(tmp)
     ours = str(tmp / 'ours.py')
-    write_override(CONFIG, root, subset, ours)
+    write_override(config, root, subset, ours)
     theirs = str(tmp / 'mmdet_swin.py')
     with open(theirs, 'w') as f:
         f.write(f'_base_ = {ours!r}\nmodel = dict(backbone={MMDET_SWIN_T!r})\n')
@@ -116,19 +123,7 @@ def release(tmp_path_factory):
         torch.manual_seed(0)
         model = MODELS.build(Config.fromfile(theirs).model)
         model.init_weights()
-        with torch.no_grad():  # no symmetric init left: a misnamed or
-            for name, p in model.named_parameters():  # swapped tensor shows
-                if p.dim() == 1 and name.endswith('weight'):  # norms
-                    p.uniform_(0.5, 1.5)
-                elif p.dim() == 1:  # biases
-                    p.normal_(0, 0.1)
-                else:
-                    p.add_(torch.randn_like(p) * 0.02)
-            for name, buf in model.named_buffers():
-                if name.endswith('running_var'):
-                    buf.uniform_(0.5, 1.5)
-                elif name.endswith('running_mean'):
-                    buf.normal_(0, 0.1)
+        perturb(model)
     state = {k: v.clone() for k, v in model.state_dict().items()}
     backbone = {k[len('backbone.'):]: v for k, v in state.items()
                 if k.startswith('backbone.')}
@@ -151,7 +146,8 @@ def release(tmp_path_factory):
     classes = CocoDataset.METAINFO['classes']
     paths = dict(ours=ours, theirs=theirs)
     for name, ckpt in (
-            ('release', mmdet2x_checkpoint(release_state, classes)),
+            ('release', mmdet2x_checkpoint(release_state, classes,
+                                           RELEASE_NAMES[config])),
             ('mmdet', {'state_dict': state, 'meta': {}}),
             ('older', {'state_dict': ffn_named(release_state),
                        'meta': {}})):
@@ -159,6 +155,28 @@ def release(tmp_path_factory):
         torch.save(ckpt, paths[name])
     paths['tmp'] = tmp
     return paths
+
+
+def perturb(model):
+    """No symmetric init left: a misnamed or swapped tensor shows."""
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.dim() == 1 and name.endswith('weight'):  # norms
+                p.uniform_(0.5, 1.5)
+            elif p.dim() == 1:  # biases
+                p.normal_(0, 0.1)
+            else:
+                p.add_(torch.randn_like(p) * 0.02)
+        for name, buf in model.named_buffers():
+            if name.endswith('running_var'):
+                buf.uniform_(0.5, 1.5)
+            elif name.endswith('running_mean'):
+                buf.normal_(0, 0.1)
+
+
+@pytest.fixture(scope='module')
+def release(tmp_path_factory):
+    return build_release(tmp_path_factory.mktemp('release'), CONFIG)
 
 
 def _predictions(path):
@@ -228,6 +246,54 @@ def test_release_detector_checkpoint_evaluates_unchanged(release):
     assert_same_predictions(_predictions(tmp / 'release.pkl'), reference)
     assert_same_predictions(_predictions(tmp / 'older.pkl'), reference)
     assert_same_predictions(_predictions(tmp / 'zoo.pkl'), reference)
+
+
+def test_release_mask_rcnn_checkpoint_evaluates_unchanged(tmp_path):
+    """The authors' Mask R-CNN release layout (same backbone layout, mmdet's
+    Mask R-CNN heads) with our Mask R-CNN config: the predictions of
+    mmdet's model with the same weights."""
+    paths = build_release(tmp_path, MASK_RCNN)
+    outputs = run_tools(
+        ['tools/test.py', paths['ours'], paths['release'], '--out',
+         str(tmp_path / 'release.pkl'), '--work-dir', str(tmp_path / 'w1')],
+        ['tools/test.py', paths['theirs'], paths['mmdet'], '--out',
+         str(tmp_path / 'mmdet.pkl'), '--work-dir', str(tmp_path / 'w2')])
+    for out in outputs:
+        assert 'coco/segm_mAP' in out, out[-3000:]
+        assert 'unexpected key' not in out and 'missing key' not in out, \
+            out[-3000:]
+    assert_same_predictions(_predictions(tmp_path / 'release.pkl'),
+                            _predictions(tmp_path / 'mmdet.pkl'))
+
+
+# mmdet's SwinTransformer arguments of the released Swin-S / Swin-B
+MMDET_ARCHS = {
+    'small': dict(embed_dims=96, depths=[2, 2, 18, 2],
+                  num_heads=[3, 6, 12, 24]),
+    'base': dict(embed_dims=128, depths=[2, 2, 18, 2],
+                 num_heads=[4, 8, 16, 32]),
+}
+
+
+@pytest.mark.parametrize('arch', sorted(MMDET_ARCHS))
+def test_release_small_and_base_backbones_compute_what_mmdet_computes(arch):
+    """Swin-S and Swin-B releases (Cascade and Mask R-CNN Swin-S, Cascade
+    Swin-B: the heads are those of the Swin-T test above): the release
+    layout of mmdet's Swin-S/B loads strictly into ours, and the four
+    outputs equal mmdet's."""
+    import mmvisattn  # noqa: F401
+    from mmdet.models.backbones import SwinTransformer as MMDetSwin
+    from mmvisattn.models.backbones import SwinTransformer
+    torch.manual_seed(0)
+    theirs = MMDetSwin(window_size=7, drop_path_rate=0., **MMDET_ARCHS[arch])
+    theirs.eval()  # mmdet's Swin.train() returns None: no chaining
+    perturb(theirs)
+    ours = SwinTransformer(arch=arch).eval()
+    ours.load_state_dict(mmdet_to_release(theirs.state_dict()), strict=True)
+    x = torch.randn(1, 3, 96, 128)
+    with torch.no_grad():
+        for mine, ref in zip(ours(x), theirs(x)):
+            torch.testing.assert_close(mine, ref, rtol=1e-4, atol=1e-4)
 
 
 def test_release_backbone_keys_load_strictly_into_ours(release):

@@ -35,6 +35,9 @@ ZOO_CONFIGS = [
     'cascade-mask-rcnn_swin-b-p4-w7_fpn_giou-4conv1f_ms-crop-1x_coco.py',
     'cascade-mask-rcnn_swin-b-p4-w7_fpn_giou-4conv1f_ms-crop-3x_coco.py',
     'cascade-mask-rcnn_r50_fpn_giou-4conv1f_ms-crop-3x_coco.py',
+    'mask-rcnn_swin-t-p4-w7_fpn_ms-crop-1x_coco.py',
+    'mask-rcnn_swin-t-p4-w7_fpn_ms-crop-3x_coco.py',
+    'mask-rcnn_swin-s-p4-w7_fpn_ms-crop-3x_coco.py',
     'atss_swin-t-p4-w7_fpn_ms-3x_coco.py',
     'atss_r50_fpn_ms-3x_coco.py',
     'sparse-rcnn_swin-t-p4-w7_fpn_300-proposals_ms-3x_coco.py',
@@ -78,6 +81,13 @@ SPEC = {
     dict(arch='base', drop_path=0.3, sched=_3X, mask=True),
     'cascade-mask-rcnn_r50_fpn_giou-4conv1f_ms-crop-3x_coco.py':
     dict(arch=50, drop_path=None, sched=_3X, mask=True),
+    # the authors' Mask R-CNN releases (drop path of their configs)
+    'mask-rcnn_swin-t-p4-w7_fpn_ms-crop-1x_coco.py':
+    dict(arch='tiny', drop_path=0.1, sched=_1X, mask=True),
+    'mask-rcnn_swin-t-p4-w7_fpn_ms-crop-3x_coco.py':
+    dict(arch='tiny', drop_path=0.2, sched=_3X, mask=True),
+    'mask-rcnn_swin-s-p4-w7_fpn_ms-crop-3x_coco.py':
+    dict(arch='small', drop_path=0.2, sched=_3X, mask=True),
     'atss_swin-t-p4-w7_fpn_ms-3x_coco.py':
     dict(arch='tiny', drop_path=0.2, sched=_3X, mask=False),
     'atss_r50_fpn_ms-3x_coco.py':

@@ -20,8 +20,9 @@ from mmengine.config import Config
 from mmengine.dist import all_reduce, get_world_size, is_main_process
 from mmengine.fileio import LocalBackend
 from mmengine.hooks import CheckpointHook, Hook
+from mmengine.model import is_model_wrapper
 
-from mmvisattn.checkpoint import partial_path
+from mmvisattn.checkpoint import partial_path, release_classifier_state_dict
 from mmvisattn.registry import HOOKS
 
 def write_text_atomically(path: str, text: str) -> None:
@@ -192,6 +193,36 @@ class RankMeanLossHook(Hook):
 
 
 FAULT_TOLERANCE_HOOKS = ('RNGStateHook', 'FiniteLossHook', 'RankMeanLossHook')
+
+
+@HOOKS.register_module()
+class ReleaseClassifierHook(Hook):
+    """Released classifiers load as whole models: ``load_from``,
+    ``tools/test.py CONFIG RELEASE`` and ``Runner.load_checkpoint`` read the
+    official Swin (``{'model': ...}``), TNT and timm files as they are.
+
+    mmengine calls ``after_load_checkpoint`` before it loads the weights;
+    the file is rewritten there into the classifier's own names by
+    :func:`~mmvisattn.checkpoint.release_classifier_state_dict` (backbone
+    through its ``convert_checkpoint``, ``head.weight`` onto
+    ``head.fc.weight``). Every other checkpoint is left as it is. Our
+    classification configs list it in ``custom_hooks``.
+    """
+    priority = 'VERY_HIGH'  # before any hook that reads the weights (EMA)
+
+    def after_load_checkpoint(self, runner, checkpoint: dict) -> None:
+        model = runner.model.module if is_model_wrapper(runner.model) \
+            else runner.model
+        state = release_classifier_state_dict(checkpoint, model)
+        if state is None:
+            return
+        if all(isinstance(v, torch.Tensor) for v in checkpoint.values()):
+            checkpoint.clear()  # a bare state dict: replaced whole
+        checkpoint.pop('model', None)
+        checkpoint['state_dict'] = state
+        runner.logger.info(
+            'checkpoint read as a released classifier: backbone converted '
+            'by the backbone\'s convert_checkpoint, head.* -> head.fc.*')
 
 
 def fault_tolerant_training(cfg: Config) -> List[str]:

@@ -67,6 +67,10 @@ ZOO: List[Tuple[str, Optional[float], Optional[float]]] = [
      145, 982),
     ('cascade-mask-rcnn_swin-b-p4-w7_fpn_giou-4conv1f_ms-crop-3x_coco.py',
      145, 982),
+    # Mask R-CNN: the official detection repo's README (not in the paper)
+    ('mask-rcnn_swin-t-p4-w7_fpn_ms-crop-1x_coco.py', 48, 267),
+    ('mask-rcnn_swin-t-p4-w7_fpn_ms-crop-3x_coco.py', 48, 267),
+    ('mask-rcnn_swin-s-p4-w7_fpn_ms-crop-3x_coco.py', 69, 359),
     ('atss_r50_fpn_ms-3x_coco.py', 32, 205),
     ('atss_swin-t-p4-w7_fpn_ms-3x_coco.py', 36, 215),
     ('sparse-rcnn_r50_fpn_300-proposals_ms-3x_coco.py', 106, 166),

@@ -20,3 +20,7 @@ model = dict(
         drop_path_rate=0.2))
 # data/imagenet/{train,val}/ with meta/{train,val}.txt (mmpretrain's layout),
 # or class folders without meta/ (mmpretrain's ImageNet then scans them).
+
+# Released classifiers (official Swin {'model': ...}, TNT, timm) load as
+# whole models through load_from / tools/test.py (docs/checkpoints.md).
+custom_hooks = [dict(type='mmvisattn.ReleaseClassifierHook')]
