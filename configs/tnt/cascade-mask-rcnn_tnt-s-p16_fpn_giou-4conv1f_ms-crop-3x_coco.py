@@ -9,6 +9,10 @@ _base_ = '../swin/cascade-mask-rcnn_swin-t-p4-w7_fpn_giou-4conv1f_ms-crop-3x_coc
 
 pretrained = 'https://github.com/huawei-noah/Efficient-AI-Backbones/releases/download/tnt/tnt_s_81.5.pth.tar'  # noqa
 model = dict(
+    # the TNT weights were trained on (x - 127.5) / 127.5 (the release's
+    # default_cfg: mean = std = 0.5), not on ImageNet's mean/std
+    data_preprocessor=dict(mean=[127.5, 127.5, 127.5],
+                           std=[127.5, 127.5, 127.5]),
     backbone=dict(
         _delete_=True,
         type='mmvisattn.TNT',

@@ -7,7 +7,7 @@ max_epochs = 12
 train_cfg = dict(max_epochs=max_epochs)
 param_scheduler = [
     dict(type='LinearLR', start_factor=0.001, by_epoch=False, begin=0,
-         end=1000),
+         end=500),
     dict(
         type='MultiStepLR',
         begin=0,
