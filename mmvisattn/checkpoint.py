@@ -106,17 +106,9 @@ def release_classifier_state_dict(checkpoint: dict, model: nn.Module
     if not (hasattr(backbone, 'convert_checkpoint')
             and isinstance(fc, nn.Linear) and isinstance(checkpoint, dict)):
         return None
-    for field in ('model', 'state_dict'):
-        if isinstance(checkpoint.get(field), dict):
-            state = checkpoint[field]
-            break
-    else:
-        if not all(isinstance(v, torch.Tensor) for v in checkpoint.values()):
-            return None
-        state = checkpoint
-    state = OrderedDict((re.sub(r'^module\.', '', k), v)
-                        for k, v in state.items())
-    if not state or any(k.startswith('backbone.') for k in state):
+    state = extract_state_dict(checkpoint, prefix=None)
+    if not state or any(k.startswith('backbone.') for k in state) or \
+            not all(isinstance(v, torch.Tensor) for v in state.values()):
         return None
     head = OrderedDict()
     for key in list(state):

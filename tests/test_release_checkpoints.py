@@ -15,6 +15,7 @@ mmdet), not against ours. Then tools/test.py evaluates it with our config,
 and mmdet's model with the same weights (its own layout), on 2 coco128
 images, and the predictions (boxes, scores, labels, masks) are compared.
 """
+import importlib
 import os.path as osp
 import pickle
 
@@ -108,8 +109,6 @@ def build_release(tmp, config):
     release checkpoint, mmdet's checkpoint of the same weights, and an older
     mmvisattn (FFN-named) checkpoint of them."""
     from mmdet.models.backbones.swin import swin_converter
-    from mmdet.registry import MODELS
-    from mmdet.utils import register_all_modules
 
     root, subset, _ = coco128_files(tmp)
     ours = str(tmp / 'ours.py')
@@ -118,16 +117,8 @@ def build_release(tmp, config):
     with open(theirs, 'w') as f:
         f.write(f'_base_ = {ours!r}\nmodel = dict(backbone={MMDET_SWIN_T!r})\n')
 
-    with default_scope_guard():
-        register_all_modules()
-        torch.manual_seed(0)
-        model = MODELS.build(Config.fromfile(theirs).model)
-        model.init_weights()
-        perturb(model)
-    state = {k: v.clone() for k, v in model.state_dict().items()}
-    backbone = {k[len('backbone.'):]: v for k, v in state.items()
-                if k.startswith('backbone.')}
-    release_backbone = mmdet_to_release(backbone)
+    state, backbone, release_backbone, release_state = peer_weights(
+        theirs, 'mmdet')
 
     # mmdet's own converter takes the release layout to exactly its model
     back = swin_converter(release_backbone)
@@ -136,9 +127,6 @@ def build_release(tmp, config):
         torch.testing.assert_close(back[f'backbone.{key}'], value,
                                    rtol=0, atol=0)
 
-    heads = {k: v for k, v in state.items() if not k.startswith('backbone.')}
-    release_state = dict(heads, **{f'backbone.{k}': v
-                                   for k, v in release_backbone.items()})
     assert any('.mlp.fc1.' in k for k in release_state)
     assert any(k.endswith('attn.relative_position_index')
                for k in release_state)
@@ -155,6 +143,30 @@ def build_release(tmp, config):
         torch.save(ckpt, paths[name])
     paths['tmp'] = tmp
     return paths
+
+
+def peer_weights(theirs, library):
+    """The peer ``library``'s (mmdet's / mmseg's) model built from the
+    config ``theirs`` with perturbed weights: its whole state, the backbone
+    part (no prefix), that part in the authors' release layout, and the
+    whole state with the backbone in the release layout."""
+    registry = importlib.import_module(f'{library}.registry').MODELS
+    register = importlib.import_module(
+        f'{library}.utils').register_all_modules
+    with default_scope_guard():
+        register()
+        torch.manual_seed(0)
+        model = registry.build(Config.fromfile(theirs).model)
+        model.init_weights()
+        perturb(model)
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    backbone = {k[len('backbone.'):]: v for k, v in state.items()
+                if k.startswith('backbone.')}
+    release_backbone = mmdet_to_release(backbone)
+    heads = {k: v for k, v in state.items() if not k.startswith('backbone.')}
+    release_state = dict(heads, **{f'backbone.{k}': v
+                                   for k, v in release_backbone.items()})
+    return state, backbone, release_backbone, release_state
 
 
 def perturb(model):
@@ -327,14 +339,21 @@ def test_release_absolute_position_embedding_layout_loads():
                                grid.permute(0, 2, 3, 1))
 
 
-def _convert_back(src, dst, to):
-    convert_with('mmvisattn2official.py', src, dst, '--to', to,
-                 '--keep-heads')
-    return torch.load(dst, weights_only=True)
-
-
-def _derived(key):
-    return key.endswith(('relative_position_index', 'attn_mask'))
+def assert_converts_back(src, tmp, expected):
+    """``mmvisattn2official.py SRC --to TO --keep-heads`` gives exactly
+    ``expected[TO]`` (a state dict), every tensor, the derived buffers
+    (position index, attention mask) aside, which the peers rebuild."""
+    for to, want in expected.items():
+        dst = str(tmp / f'back_{to}.pth')
+        convert_with('mmvisattn2official.py', src, dst, '--to', to,
+                     '--keep-heads')
+        got = torch.load(dst, weights_only=True)['state_dict']
+        want = {k: v for k, v in want.items()
+                if not k.endswith(('relative_position_index', 'attn_mask'))}
+        assert set(got) == set(want), (to, set(got) ^ set(want))
+        for key, value in want.items():
+            torch.testing.assert_close(got[key], value, rtol=0, atol=0,
+                                       msg=f'{to}: {key}')
 
 
 def test_whole_detector_converts_back_to_mmdet_and_the_release(release):
@@ -349,11 +368,5 @@ def test_whole_detector_converts_back_to_mmdet_and_the_release(release):
         'state_dict']
     release_state = torch.load(release['release'], weights_only=False)[
         'state_dict']
-    for to, expected in (('mmdet', mmdet_state), ('official', release_state)):
-        got = _convert_back(release['release'], str(tmp / f'back_{to}.pth'),
-                            to)['state_dict']
-        want = {k: v for k, v in expected.items() if not _derived(k)}
-        assert set(got) == set(want), (to, set(got) ^ set(want))
-        for key, value in want.items():
-            torch.testing.assert_close(got[key], value, rtol=0, atol=0,
-                                       msg=f'{to}: {key}')
+    assert_converts_back(release['release'], tmp,
+                         dict(mmdet=mmdet_state, official=release_state))

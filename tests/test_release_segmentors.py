@@ -17,15 +17,13 @@ the mmseg checkpoint, on 2 camvid_ade images; the dumped segmentation
 logits and maps are compared.
 """
 import os.path as osp
-import pickle
 
 import pytest
 import torch
-from mmengine.config import Config
 
-from conftest import (REPO, convert_with, default_scope_guard, load_tool,
-                      run_tools, shared_dataset)
-from test_release_checkpoints import mmdet_to_release, perturb
+from conftest import REPO, load_tool, run_tools, shared_dataset
+from test_release_checkpoints import (_predictions, assert_converts_back,
+                                      peer_weights)
 from test_zoo_ade import write_camvid_config
 
 CONFIG = osp.join(REPO, 'configs', 'swin',
@@ -68,9 +66,6 @@ def mmseg0x_checkpoint(state, metainfo):
 
 @pytest.fixture(scope='module')
 def release(tmp_path_factory):
-    from mmseg.registry import MODELS
-    from mmseg.utils import register_all_modules
-
     tmp = tmp_path_factory.mktemp('seg_release')
     root = shared_dataset('camvid_ade')
     ours = str(tmp / 'ours.py')
@@ -78,16 +73,8 @@ def release(tmp_path_factory):
     theirs = str(tmp / 'mmseg_swin.py')
     with open(theirs, 'w') as f:
         f.write(f'_base_ = {ours!r}\nmodel = dict(backbone={MMSEG_SWIN_T!r})\n')
-    with default_scope_guard():
-        register_all_modules()
-        torch.manual_seed(0)
-        model = MODELS.build(Config.fromfile(theirs).model)
-        model.init_weights()
-        perturb(model)
-    state = {k: v.clone() for k, v in model.state_dict().items()}
-    backbone = {k[len('backbone.'):]: v for k, v in state.items()
-                if k.startswith('backbone.')}
-    release_backbone = mmdet_to_release(backbone)
+    state, backbone, release_backbone, release_state = peer_weights(
+        theirs, 'mmseg')
     # mmseg's own converter takes the release layout to exactly its model
     convert_swin = load_tool(osp.join(
         osp.dirname(__import__('mmseg').__file__), '.mim', 'tools',
@@ -97,9 +84,6 @@ def release(tmp_path_factory):
     for key, value in backbone.items():
         torch.testing.assert_close(back[key], value, rtol=0, atol=0)
 
-    heads = {k: v for k, v in state.items() if not k.startswith('backbone.')}
-    release_state = dict(heads, **{f'backbone.{k}': v
-                                   for k, v in release_backbone.items()})
     paths = dict(ours=ours, theirs=theirs, tmp=tmp)
     for name, ckpt in (
             ('release', mmseg0x_checkpoint(release_state, metainfo)),
@@ -108,11 +92,6 @@ def release(tmp_path_factory):
         paths[name] = str(tmp / f'{name}.pth')
         torch.save(ckpt, paths[name])
     return paths
-
-
-def _predictions(path):
-    with open(path, 'rb') as f:
-        return pickle.load(f)
 
 
 def assert_same_segmentation(ours, ref):
@@ -162,14 +141,5 @@ def test_whole_segmentor_converts_back_to_mmseg_and_the_release(release):
         'state_dict']
     want_release = torch.load(release['release'], weights_only=False)[
         'state_dict']
-    for to, expected in (('mmseg', want_mmseg), ('official', want_release)):
-        dst = str(tmp / f'back_{to}.pth')
-        convert_with('mmvisattn2official.py', release['release'], dst,
-                     '--to', to, '--keep-heads')
-        got = torch.load(dst, weights_only=True)['state_dict']
-        want = {k: v for k, v in expected.items()
-                if not k.endswith('relative_position_index')}
-        assert set(got) == set(want), (to, set(got) ^ set(want))
-        for key, value in want.items():
-            torch.testing.assert_close(got[key], value, rtol=0, atol=0,
-                                       msg=f'{to}: {key}')
+    assert_converts_back(release['release'], tmp,
+                         dict(mmseg=want_mmseg, official=want_release))
