@@ -22,7 +22,7 @@ MODELS = Registry(
     locations=[
         'mmvisattn.models', 'mmvisattn.models.dense_heads',
         'mmvisattn.models.detectors', 'mmvisattn.models.losses',
-        'mmvisattn.models.plugins', 'mmvisattn.models.decode_heads'
+        'mmvisattn.models.necks', 'mmvisattn.models.plugins', 'mmvisattn.models.decode_heads'
     ])
 
 # Assigners and target builders of our heads (mmdet's TASK_UTILS reaches them

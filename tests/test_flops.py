@@ -209,26 +209,47 @@ def test_cli_config_and_table(tool, configs, tmp_path, capsys):
     assert 'skipped' in out
 
 
-def test_reppoints_v2_counts_and_the_account_of_the_gap(tool):
-    """RepPoints v2 as the authors publish it (corner pools of 64 channels,
-    1x1 output conv): R-50 38.5M / 229.6G against the paper's 42M / 274G
-    (Table 2(a)); configs/swin/README.md explains the gap. Pinned here so
-    the written account stays true: the two deformable convs are free under
-    mmcv 1.x's hooks (as for the paper's counter), and the FPN's P6 conv
-    reads C5 (2048 channels: 4.72M of the neck)."""
+# RepPoints v2 head locations at 1280x800, strides 8..128 (P6, P7 rounded
+# up): 100x160 + 50x80 + 25x40 + 13x20 + 7x10
+REPPOINTS_LOCATIONS = 16000 + 4000 + 1000 + 260 + 70
+# a deformable conv over 256 features + 6 corner maps, 3x3, 256 out
+DEFORM_CONV_MACS = REPPOINTS_LOCATIONS * (256 + 6) * 9 * 256
+
+
+@pytest.mark.parametrize('name, params_m, flops_g', [
+    ('reppoints-v2_r50_bifpn_giou-qfl_ms-480-960-3x_coco.py', 42, 274),
+    ('reppoints-v2_swin-t-p4-w7_bifpn_giou-qfl_ms-480-960-3x_coco.py', 45,
+     283),
+])
+def test_reppoints_v2_table2_matches_paper(tool, name, params_m, flops_g):
+    """The Swin authors' RepPoints v2 (BiFPN, 2 repeats): 41.9M / 273.2G
+    (R-50) and 44.9M / 282.5G (Swin-T) against Table 2(a)'s 42M / 274G and
+    45M / 283G, with the two deformable convs per level counted as 3x3
+    convs (mmcv's table has no deformable conv)."""
+    result = tool.count_config(osp.join(REPO, 'configs', 'swin', name))
+    _check(result, params_m, flops_g, tol=0.01)
+    parts = complexity.group_by_prefix(result['by_module'], 2)
+    for conv in ('reppoints_cls_conv', 'reppoints_pts_refine_conv'):
+        assert parts[f'bbox_head.{conv}'] == DEFORM_CONV_MACS, parts
+    # the BiFPN: 1x1 projections of C3-C5 and twice max-pooled C5, then
+    # 8 fusion convs (3x3, 256) in each of 2 repeats, GN, fusion weights
+    channels = [512, 1024, 2048] if 'r50' in name else [192, 384, 768]
+    neck = result['params_by_module']['neck']
+    projections = sum(c * 256 for c in channels + channels[-1:] * 2)
+    fusion_convs = 2 * 8 * 256 * 256 * 9
+    norms = 2 * 256 * (5 + 2 * 8)
+    weights = 2 * (4 * 2 + 3 * 3 + 2)
+    assert neck == projections + fusion_convs + norms + weights
+
+
+def test_reppoints_v2_fpn_model_counts(tool):
+    """The RepPoints v2 authors' own FPN model (not the paper's Table 2
+    model; configs/swin/README.md has the account): 38.5M / 255.3G, of
+    which the deformable convs are 2 x 12.9G."""
     path = osp.join(REPO, 'configs', 'swin',
                     'reppoints-v2_r50_fpn_giou_ms-3x_coco.py')
     result = tool.count_config(path)
     assert abs(result['params'] / 1e6 - 38.49) < 0.01, result['params']
-    assert abs(result['flops'] / 1e9 - 229.6) < 0.1, result['flops']
-    parts = complexity.group_by_prefix(result['by_module'], 2)
-    assert 'bbox_head.reppoints_cls_conv' not in parts  # DeformConv2d
-    head = sum(v for k, v in parts.items() if k.startswith('bbox_head.'))
-    assert abs(head / 1e9 - 128.5) < 0.5, head
-    # the corner blocks with the defaults of the authors' CornerPoolPack
-    # (128 channels, 3x3 output conv) instead of their config's values
-    big = tool.count_config(path, cfg_options={
-        'model.bbox_head.corner_channels': 128,
-        'model.bbox_head.corner_kernel': 3})
-    assert abs(big['params'] / 1e6 - 40.43) < 0.01, big['params']
-    assert abs(big['flops'] / 1e9 - 270.8) < 0.1, big['flops']
+    assert abs(result['flops'] / 1e9 - 255.3) < 0.1, result['flops']
+    mmcv1 = tool.count_config(path, convention='mmcv1')
+    assert result['flops'] - mmcv1['flops'] == 2 * DEFORM_CONV_MACS

@@ -292,18 +292,86 @@ def test_train_then_soft_nms_eval(trained):
                           for p in dumped)
 
 
-@pytest.mark.parametrize('config', [
-    ZOO['l'], NO_SEMANTIC['b'], NO_SEMANTIC['l']
-], ids=['swin-l', 'without-semantic-b', 'without-semantic-l'])
-def test_other_zoo_configs_train_and_evaluate(coco128, tmp_path, config):
-    """The other HTC++ zoo configs too: two iterations, then COCO mAP on 4
-    images (Swin-B's run above also covers soft-NMS and TTA)."""
-    run = _train_two_iterations(coco128, tmp_path, config,
-                                semantic=config not in NO_SEMANTIC.values())
+@pytest.fixture(scope='module')
+def trained_l(coco128, tmp_path_factory):
+    return _train_two_iterations(coco128, tmp_path_factory.mktemp('htcpp_l'),
+                                 ZOO['l'])
+
+
+def _evaluates(run):
     out = run_tool('tools/test.py', run['config'], run['ckpt'],
                    '--work-dir', run['work'])
     assert re.search(r'coco/bbox_mAP: [\d.]+', out), out[-3000:]
     assert re.search(r'coco/segm_mAP: [\d.]+', out), out[-3000:]
+
+
+def test_swin_l_trains_and_evaluates(trained_l):
+    _evaluates(trained_l)
+
+
+@pytest.mark.parametrize('config', [NO_SEMANTIC['b'], NO_SEMANTIC['l']],
+                         ids=['without-semantic-b', 'without-semantic-l'])
+def test_other_zoo_configs_train_and_evaluate(coco128, tmp_path, config):
+    """The other HTC++ zoo configs too: two iterations, then COCO mAP on 4
+    images (Swin-B's run above also covers soft-NMS and TTA)."""
+    _evaluates(_train_two_iterations(coco128, tmp_path, config,
+                                     semantic=False))
+
+
+TEST_DEV = osp.join(REPO, 'configs', 'swin', 'htc++_swin-l-p4-w7_fpn_'
+                    'instaboost-ms-400-1400_6x_coco-test-dev.py')
+TEST_DEV_OVERRIDE = '''\
+_base_ = {zoo!r}
+# the test-dev config at CPU scale on images without annotations
+model = dict(backbone=dict(init_cfg=None),
+             test_cfg=dict(rpn=dict(max_per_img=50),
+                           rcnn=dict(score_thr=0.0, max_per_img=10)))
+test_dataloader = dict(
+    num_workers=0, persistent_workers=False,
+    dataset=dict(data_root={root!r}, ann_file={info!r},
+                 data_prefix=dict(img='images/'),
+                 pipeline=[dict(s, scale=(320, 256)) if s['type'] == 'Resize'
+                           else s for s in _base_.test_pipeline]))
+test_evaluator = dict(ann_file={info!r}, outfile_prefix={prefix!r})
+'''
+
+
+def test_test_dev_config_writes_server_files(trained_l, coco128, tmp_path):
+    """The HTC++ Swin-L test-dev config: images with no annotations (an
+    image_info file, as COCO ships test-dev), format-only output: COCO
+    result json for boxes and masks, nothing evaluated."""
+    from mmengine.config import Config
+    cfg = Config.fromfile(TEST_DEV)
+    assert cfg.test_evaluator.format_only
+    assert cfg.test_evaluator.ann_file.endswith(
+        'image_info_test-dev2017.json')
+    assert cfg.test_dataloader.dataset.ann_file.endswith(
+        'image_info_test-dev2017.json')
+    assert all(t['type'] != 'LoadAnnotations'
+               for t in cfg.test_dataloader.dataset.pipeline)
+    assert all('LoadAnnotations' not in str(t) for t in cfg.tta_pipeline)
+    with open(osp.join(coco128, 'annotations', 'instances.json')) as f:
+        coco = json.load(f)
+    images = coco['images'][:2]
+    info = str(tmp_path / 'image_info.json')
+    with open(info, 'w') as f:  # what image_info_test-dev2017.json holds
+        json.dump(dict(images=images, categories=coco['categories']), f)
+    prefix = str(tmp_path / 'results')
+    config = str(tmp_path / 'test_dev.py')
+    with open(config, 'w') as f:
+        f.write(TEST_DEV_OVERRIDE.format(zoo=TEST_DEV, root=coco128 + '/',
+                                         info=info, prefix=prefix))
+    out = run_tool('tools/test.py', config, trained_l['ckpt'], '--work-dir',
+                   str(tmp_path / 'work'))
+    assert 'Average Precision' not in out, out[-3000:]
+    ids = {i['id'] for i in images}
+    for task in ('bbox', 'segm'):
+        with open(f'{prefix}.{task}.json') as f:
+            results = json.load(f)
+        assert results and {r['image_id'] for r in results} <= ids
+        assert all(r['category_id'] in {c['id'] for c in coco['categories']}
+                   for r in results)
+    assert 'counts' in results[0]['segmentation']  # RLE masks
 
 
 def test_tta_two_scales_and_flip(trained):

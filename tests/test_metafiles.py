@@ -23,7 +23,7 @@ import yaml
 
 from conftest import REPO
 
-ZOO_DIRS = ('swin', 'tnt', 'rswatt')
+ZOO_DIRS = ('swin', 'swin/ablations', 'tnt', 'rswatt')
 MODEL_INDEX = osp.join(REPO, 'model-index.yml')
 # "86M", "85.7M", "1043G", "899.7G" (the metafiles' unit convention)
 SIZE = re.compile(r'^\d+(\.\d+)?[KMGT]$')

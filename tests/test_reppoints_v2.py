@@ -177,7 +177,14 @@ def test_joint_inference_moves_borders_to_the_best_nearby_corner():
                          9.9 * stride]])
     moved = RepPointsV2Head.refine_with_corners(far, score, offset, stride,
                                                 (80, 80))
-    assert moved[0, 0] < 2 * stride and moved[0, 2] > 8 * stride
+    assert moved[0, 0] < 2 * stride and moved[0, 2] >= 8 * stride
+    # at the border the window is the last 2x2 cells (the authors' 2x2
+    # max-pool without padding): a peak on the last cell is found from a
+    # corner beyond the map, and nothing is looked up outside it
+    score[1, 9, 9] = 5.
+    moved = RepPointsV2Head.refine_with_corners(far, score, offset, stride,
+                                                (80, 80))
+    assert moved[0, 2:].tolist() == [9 * stride, 9 * stride]
     # clipped to the image, also on a 1-cell map
     one = RepPointsV2Head.refine_with_corners(
         torch.tensor([[3., 3., 100., 100.]]), score[:, :1, :1],
@@ -325,3 +332,152 @@ def test_other_box_transforms_still_work(detector):
     finally:
         head.transform_method = 'exact_minmax'
     assert math.isclose(head.gradient_mul, 0.1)
+
+
+# -------------------------------------------- the Swin authors' Table 2 model
+BIFPN = osp.join(REPO, 'configs', 'swin',
+                 'reppoints-v2_r50_bifpn_giou-qfl_ms-480-960-3x_coco.py')
+
+
+def test_legacy_giou_is_giou_with_one_added_to_every_side():
+    from mmdet.models.losses import GIoULoss
+
+    from mmvisattn.models.losses import LegacyGIoULoss
+    pred = torch.tensor([[0., 0., 2., 2.], [1., 1., 3., 4.]])
+    target = torch.tensor([[1., 1., 3., 3.], [1., 1., 3., 4.]])
+    legacy = LegacyGIoULoss(reduction='none')(pred, target)
+    # box 1, "+1": 3x3 boxes overlapping 2x2, union 14, enclosure 4x4
+    assert legacy[0].item() == pytest.approx(1 - (4 / 14 - (16 - 14) / 16))
+    assert legacy[1].item() == pytest.approx(0., abs=1e-6)
+    # offset 0 is mmdet's GIoU; with +1 the same boxes lose less
+    plain = LegacyGIoULoss(offset=0., reduction='none')(pred, target)
+    assert torch.allclose(plain, GIoULoss(reduction='none')(pred, target),
+                          atol=1e-6)
+    assert legacy[0] < plain[0]
+    # per-coordinate weights as the point heads pass them; no positive
+    weight = torch.zeros(2, 4, requires_grad=True)
+    zero = LegacyGIoULoss()(pred, target, weight)
+    assert zero.item() == 0. and zero.requires_grad
+
+
+def test_quality_targets_are_the_refined_boxes_iou():
+    head = _bifpn_head()
+    labels = torch.tensor([2, 8, 0])  # 8 = background (num_classes)
+    pred = torch.tensor([[0., 0., 10., 10.], [0., 0., 5., 5.],
+                         [0., 0., 10., 20.]], requires_grad=True)
+    gt = torch.tensor([[0., 0., 10., 5.], [0., 0., 5., 5.],
+                       [0., 0., 10., 10.]])
+    quality = head.refined_box_quality(labels, pred, gt)
+    assert quality.tolist() == pytest.approx([0.5, 0., 0.5])
+    assert not quality.requires_grad
+
+
+def _bifpn_head():
+    from mmdet.registry import MODELS
+    from mmengine.registry import DefaultScope
+    cfg = Config.fromfile(BIFPN)
+    head = copy.deepcopy(cfg.model.bbox_head)
+    head.update(num_classes=8, train_cfg=cfg.model.train_cfg,
+                test_cfg=cfg.model.test_cfg)
+    with DefaultScope.overwrite_default_scope('mmdet'):
+        return MODELS.build(head)
+
+
+def test_bifpn_model_trains_with_quality_focal_loss():
+    """The Table 2 model (BiFPN, QFL, legacy GIoU) on ResNet-18: losses
+    finite, and the classification loss is QFL on IoU targets (it differs
+    from the focal loss of the FPN model on the same outputs)."""
+    from mmdet.registry import MODELS
+    from mmengine.registry import DefaultScope
+    cfg = Config.fromfile(BIFPN)
+    model = copy.deepcopy(cfg.model)
+    model.backbone.update(depth=18, init_cfg=None)
+    model.neck.in_channels = [128, 256, 512]
+    model.bbox_head.update(num_classes=8)
+    torch.manual_seed(0)
+    with DefaultScope.overwrite_default_scope('mmdet'):
+        detector = MODELS.build(model)
+    detector.init_weights()
+    assert type(detector.neck).__name__ == 'BiFPN'
+    boxes = [[30., 40., 150., 200.], [200., 20., 300., 90.]]
+    img = _image_with_boxes(256, 320, boxes)
+    losses = detector.train().loss(img, [_sample(256, 320, boxes, [3, 7])])
+    total = sum(v if torch.is_tensor(v) else sum(v) for v in losses.values())
+    assert torch.isfinite(total)
+    total.backward()
+    assert detector.neck.layers[0].bottom_up_fusions[0].weight.grad is not None
+    # corner pools keep ConvModule's Kaiming init (mmcv: fan_out, std
+    # sqrt(2 / (out x kh x kw))), the towers N(0, 0.01), as the authors'
+    # init_weights
+    head = detector.bbox_head
+    conv = head.tl_pool.reduce_convs[0].conv.weight
+    assert conv.std().item() == pytest.approx(
+        math.sqrt(2 / conv[:, 0].numel()), rel=0.1)
+    assert head.cls_convs[0].conv.weight.std().item() == pytest.approx(
+        0.01, rel=0.1)
+
+
+def test_bifpn_shapes_and_errors():
+    from mmvisattn.models.necks import BiFPN
+    neck = BiFPN([8, 16, 32], out_channels=16, num_outs=5, num_repeat=2)
+    feats = [torch.randn(1, c, 40 // s, 56 // s)
+             for c, s in zip([8, 16, 32], [1, 2, 4])]
+    outs = neck(feats)
+    assert [tuple(o.shape[-2:]) for o in outs] == [(40, 56), (20, 28),
+                                                    (10, 14), (5, 7), (3, 4)]
+    assert all(o.shape[1] == 16 for o in outs)
+    with pytest.raises(ValueError, match='expects 3 input levels'):
+        neck(feats[:2])
+    with pytest.raises(ValueError, match='num_outs=2'):
+        BiFPN([8, 16, 32], num_outs=2)
+
+
+def test_atss_needs_no_v2_padding_at_the_training_scales():
+    """The authors' ATSSAssignerV2 differs from mmdet's ATSSAssigner only
+    when a level has fewer valid points than topk (it pads with random
+    repeats). With the config's resizes (short side 480..960, long side <=
+    1333, keep ratio) no image of any aspect ratio gets there: the coarsest
+    level (stride 128) keeps at least 11 points."""
+    import mmcv
+    cfg = Config.fromfile(BIFPN)
+    topk = cfg.model.train_cfg.refine.assigner.topk
+    scales = cfg.train_dataloader.dataset.pipeline[2].scales
+    fewest = math.inf
+    for scale in scales:
+        for aspect in [1, 1.33, 2, 2.78, 3, 5, 10, 30]:
+            for size in [(640, int(640 * aspect)), (int(640 * aspect), 640)]:
+                w, h = mmcv.rescale_size(size, scale)
+                for stride in cfg.model.bbox_head.point_strides:
+                    fewest = min(fewest,
+                                 math.ceil(h / stride) * math.ceil(w / stride))
+    assert fewest >= 11 > topk == 9, fewest
+
+
+def test_nms_pre_takes_the_best_locations_then_every_class_above_threshold(
+        detector):
+    """As the authors: the nms_pre locations with the highest best-class
+    score, then every (location, class) pair above score_thr (mmdet's
+    filter_scores_and_topk would keep the nms_pre best pairs instead)."""
+    from mmengine.config import ConfigDict
+    head = detector.bbox_head
+    sizes = [(4, 4), (2, 2), (1, 1), (1, 1), (1, 1)]
+    cls = [torch.full((1, 8, h, w), -10.) for h, w in sizes]
+    logit = torch.logit(torch.tensor(0.5))
+    # level 0: location (0, 0) has three classes above 0.5, three more
+    # locations one class each, in decreasing score
+    cls[0][0, :3, 0, 0] = logit + torch.tensor([5., 4.9, 4.8])
+    for k, (y, x) in enumerate([(1, 1), (2, 2), (3, 3)]):
+        cls[0][0, 4, y, x] = logit + 3. - k
+    zeros = [torch.zeros(1, c, h, w) for c in (18, 18, 2, 4, 8)
+             for h, w in sizes]
+    maps = [zeros[i * 5:(i + 1) * 5] for i in range(5)]
+    cfg = ConfigDict(nms_pre=3, score_thr=0.5, min_bbox_size=-1,
+                     nms=dict(type='nms', iou_threshold=0.6),
+                     max_per_img=100)
+    meta = dict(img_shape=(32, 32), ori_shape=(32, 32),
+                scale_factor=(1., 1.), pad_shape=(32, 32))
+    result = head.predict_by_feat(cls, *maps, batch_img_metas=[meta],
+                                  cfg=cfg, with_nms=False)[0]
+    # the three best locations: (0, 0) with its 3 classes, (1, 1), (2, 2)
+    assert sorted(result.labels.tolist()) == [0, 1, 2, 4, 4]
+    assert (result.scores > 0.5).all()

@@ -44,6 +44,8 @@ ZOO_CONFIGS = [
     'sparse-rcnn_r50_fpn_300-proposals_ms-3x_coco.py',
     'reppoints-v2_swin-t-p4-w7_fpn_giou_ms-3x_coco.py',
     'reppoints-v2_r50_fpn_giou_ms-3x_coco.py',
+    'reppoints-v2_swin-t-p4-w7_bifpn_giou-qfl_ms-480-960-3x_coco.py',
+    'reppoints-v2_r50_bifpn_giou-qfl_ms-480-960-3x_coco.py',
 ]
 
 # configs/swin/*_coco.py files deliberately not run here: name -> reason.
@@ -100,6 +102,11 @@ SPEC = {
     dict(arch='tiny', drop_path=0.2, sched=_3X, mask=False),
     'reppoints-v2_r50_fpn_giou_ms-3x_coco.py':
     dict(arch=50, drop_path=None, sched=_3X, mask=False),
+    # the Swin authors' RepPoints v2 (Table 2): BiFPN on C3-C5
+    'reppoints-v2_swin-t-p4-w7_bifpn_giou-qfl_ms-480-960-3x_coco.py':
+    dict(arch='tiny', drop_path=0.2, sched=_3X, mask=False, bifpn=True),
+    'reppoints-v2_r50_bifpn_giou-qfl_ms-480-960-3x_coco.py':
+    dict(arch=50, drop_path=None, sched=_3X, mask=False, bifpn=True),
 }
 NECK_IN = {'tiny': [96, 192, 384, 768], 'small': [96, 192, 384, 768],
            'base': [128, 256, 512, 1024], 50: [256, 512, 1024, 2048]}
@@ -280,11 +287,14 @@ def test_zoo_config_recipe(name):
     else:
         assert backbone.type == 'mmvisattn.SwinTransformer'
         assert backbone.arch == spec['arch'] and backbone.window_size == 7
-        assert backbone.out_indices == (0, 1, 2, 3)
         assert backbone.drop_path_rate == spec['drop_path']
         assert backbone.init_cfg.checkpoint == SWIN_URL.format(spec['arch'])
         assert 'mmvisattn' in cfg.custom_imports.imports
-    assert cfg.model.neck.in_channels == NECK_IN[spec['arch']]
+    # the BiFPN takes C3-C5, the FPNs C2-C5
+    levels = (1, 2, 3) if spec.get('bifpn') else (0, 1, 2, 3)
+    assert tuple(backbone.out_indices) == levels
+    assert cfg.model.neck.in_channels == [
+        NECK_IN[spec['arch']][i] for i in levels]
     epochs, milestones = spec['sched']
     assert cfg.train_cfg.max_epochs == epochs
     assert cfg.param_scheduler[-1].milestones == milestones
@@ -298,10 +308,11 @@ def test_zoo_config_recipe(name):
     assert cfg.auto_scale_lr == recipe.auto_scale_lr
     wrapper = cfg.optim_wrapper.to_dict()
     # gradient clipping kept from each framework's own config
+    # (the Swin authors' RepPoints v2 release has none)
     clip = {'SparseRCNN': 1, 'mmvisattn.RepPointsV2Detector': 35}
     assert wrapper.pop('clip_grad', None) == (
         dict(max_norm=clip[cfg.model.type], norm_type=2)
-        if cfg.model.type in clip else None)
+        if cfg.model.type in clip and not spec.get('bifpn') else None)
     assert wrapper == recipe.optim_wrapper.to_dict()
     optimizer = cfg.optim_wrapper.optimizer
     assert optimizer.type == 'AdamW' and optimizer.lr == 1e-4
@@ -320,17 +331,35 @@ def test_zoo_config_recipe(name):
 
     collect(list(cfg.train_dataloader.dataset.pipeline))
     ms = {(s, 1333) for s in range(480, 801, 32)}
+    if spec.get('bifpn'):  # the release trains up to 960
+        ms = {(s, 1333) for s in range(480, 961, 32)}
+        assert ms == scales, sorted(scales)
     assert ms <= scales, sorted(scales)
     assert ('segm' in cfg.test_evaluator.metric) == spec['mask']
     if cfg.model.type == 'ATSS':
         assert cfg.model.neck.start_level == 1
         assert cfg.model.neck.add_extra_convs == 'on_output'
     if cfg.model.type == 'mmvisattn.RepPointsV2Detector':
-        # the authors' neck and head: P3-P7 with P6 from C5, GN
-        assert cfg.model.neck.start_level == 1
-        assert cfg.model.neck.add_extra_convs == 'on_input'
-        assert cfg.model.bbox_head.type == 'mmvisattn.RepPointsV2Head'
+        head = cfg.model.bbox_head
+        assert head.type == 'mmvisattn.RepPointsV2Head'
         assert cfg.model.train_cfg.refine.assigner.type == 'ATSSAssigner'
+        if spec.get('bifpn'):
+            # the Swin authors' model: BiFPN x2 with GN, quality focal
+            # loss, legacy GIoU
+            neck = cfg.model.neck
+            assert (neck.type, neck.num_outs, neck.num_repeat,
+                    neck.out_channels) == ('mmvisattn.BiFPN', 5, 2, 256)
+            assert neck.norm_cfg.type == 'GN' and neck.get('act_cfg') is None
+            assert (head.loss_cls.type, head.loss_cls.beta) == (
+                'QualityFocalLoss', 2.0)
+            assert [(loss.type, loss.loss_weight)
+                    for loss in (head.loss_bbox_init, head.loss_bbox_refine)
+                    ] == [('mmvisattn.LegacyGIoULoss', 1.0),
+                          ('mmvisattn.LegacyGIoULoss', 2.0)]
+        else:
+            # the RepPoints v2 authors' neck: P3-P7 with P6 from C5, GN
+            assert cfg.model.neck.start_level == 1
+            assert cfg.model.neck.add_extra_convs == 'on_input'
     if cfg.model.type == 'SparseRCNN':
         assert cfg.model.rpn_head.num_proposals == 300
     # a downstream config can inherit it and read the recipe back

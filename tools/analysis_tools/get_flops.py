@@ -25,7 +25,8 @@ of them; Sparse R-CNN: its learned proposals through every stage;
 segmentors: no auxiliary head), counted by mmcv 1.x's module hooks (convs,
 linears, norms, ReLUs, pools; GELU, softmax, RoIAlign, interpolation and
 the heads' bmm are free) plus the backbone's attention matmuls (QK^T and
-AV on the padded window grid): ``--convention paper``, the default, within
+AV on the padded window grid) and deformable convs counted as plain convs
+of their kernel (RepPoints v2): ``--convention paper``, the default, within
 0.7% of every Table 2 entry. ``mmcv1`` leaves out the attention matmuls;
 ``fvcore`` jit-traces the same forward and counts every matmul (slower).
 Parameters are the trainable ones, as mmcv counts them. See
@@ -75,8 +76,13 @@ ZOO: List[Tuple[str, Optional[float], Optional[float]]] = [
     ('atss_swin-t-p4-w7_fpn_ms-3x_coco.py', 36, 215),
     ('sparse-rcnn_r50_fpn_300-proposals_ms-3x_coco.py', 106, 166),
     ('sparse-rcnn_swin-t-p4-w7_fpn_300-proposals_ms-3x_coco.py', 110, 172),
-    ('reppoints-v2_r50_fpn_giou_ms-3x_coco.py', 42, 274),
-    ('reppoints-v2_swin-t-p4-w7_fpn_giou_ms-3x_coco.py', 45, 283),
+    # RepPoints v2: the Swin authors' BiFPN model is Table 2's; deformable
+    # convs are counted as convs of their kernel (--convention paper)
+    ('reppoints-v2_r50_bifpn_giou-qfl_ms-480-960-3x_coco.py', 42, 274),
+    ('reppoints-v2_swin-t-p4-w7_bifpn_giou-qfl_ms-480-960-3x_coco.py', 45,
+     283),
+    # the RepPoints v2 authors' FPN model: not in the paper, for reference
+    ('reppoints-v2_*_fpn_giou_ms-3x_coco.py', None, None),
     # HTC++ (semantic branch, extra global block): Table 2(b)/(c)
     ('htc++_swin-b-*.py', 160, 1043),
     ('htc++_swin-l-*.py', 284, 1470),

@@ -23,8 +23,10 @@ import torch.nn.functional as F
 from mmcv.cnn import ConvModule
 from mmcv.ops import DeformConv2d
 from mmdet.models.dense_heads import RepPointsHead
+from mmdet.models.losses import QualityFocalLoss
 from mmdet.models.task_modules.assigners import ATSSAssigner
-from mmdet.models.utils import filter_scores_and_topk, unmap
+from mmdet.models.utils import unmap
+from mmdet.structures.bbox import bbox_overlaps
 from mmdet.registry import MODELS as MMDET_MODELS
 from mmdet.registry import TASK_UTILS as MMDET_TASK_UTILS
 from mmdet.utils import InstanceList, OptInstanceList
@@ -178,6 +180,17 @@ class RepPointsV2Head(RepPointsHead):
             self.feat_channels + 6, self.point_feat_channels, self.dcn_kernel,
             1, self.dcn_pad)
 
+    def init_weights(self) -> None:
+        super().init_weights()
+        # As the authors' head: their init list leaves the corner pooling
+        # blocks out, so those keep ConvModule's own (Kaiming) init rather
+        # than N(0, 0.01). (fg_embed, a direct child ConvModule, is
+        # re-initialised that way by mmengine already.)
+        for pool in (self.tl_pool, self.br_pool):
+            for module in pool.modules():
+                if isinstance(module, ConvModule):
+                    module.init_weights()
+
     def points2bbox(self, pts: Tensor, y_first: bool = True) -> Tensor:
         if self.transform_method != 'exact_minmax':
             return super().points2bbox(pts, y_first)
@@ -260,6 +273,63 @@ class RepPointsV2Head(RepPointsHead):
         finally:
             setattr(self, name, assigner)
 
+    def loss_by_feat_single(self, cls_score: Tensor, pts_pred_init: Tensor,
+                            pts_pred_refine: Tensor, labels: Tensor,
+                            label_weights: Tensor, bbox_gt_init: Tensor,
+                            bbox_weights_init: Tensor, bbox_gt_refine: Tensor,
+                            bbox_weights_refine: Tensor, stride: int,
+                            avg_factor_init: int,
+                            avg_factor_refine: int) -> Tuple[Tensor, ...]:
+        """mmdet's RepPoints losses of one level, plus a quality focal loss
+        (``loss_cls=dict(type='QualityFocalLoss', ...)``, the Swin authors'
+        Table 2 model) whose positive targets are the IoU of the refined box
+        with its ground truth (detached), as their ``RPDQualityFocalLoss``.
+        """
+        labels = labels.reshape(-1)
+        label_weights = label_weights.reshape(-1)
+        cls_score = cls_score.permute(0, 2, 3, 1).reshape(
+            -1, self.cls_out_channels).contiguous()
+        bbox_pred_init = self.points2bbox(
+            pts_pred_init.reshape(-1, 2 * self.num_points), y_first=False)
+        bbox_pred_refine = self.points2bbox(
+            pts_pred_refine.reshape(-1, 2 * self.num_points), y_first=False)
+        bbox_gt_init = bbox_gt_init.reshape(-1, 4)
+        bbox_gt_refine = bbox_gt_refine.reshape(-1, 4)
+        if isinstance(self.loss_cls, QualityFocalLoss):
+            cls_target = (labels,
+                          self.refined_box_quality(labels, bbox_pred_refine,
+                                                   bbox_gt_refine))
+        else:
+            cls_target = labels
+        loss_cls = self.loss_cls(
+            cls_score, cls_target, label_weights, avg_factor=avg_factor_refine)
+        # boxes in units of 4 x stride (RepPoints' normalisation)
+        normalize_term = self.point_base_scale * stride
+        loss_pts_init = self.loss_bbox_init(
+            bbox_pred_init / normalize_term,
+            bbox_gt_init / normalize_term,
+            bbox_weights_init.reshape(-1, 4),
+            avg_factor=avg_factor_init)
+        loss_pts_refine = self.loss_bbox_refine(
+            bbox_pred_refine / normalize_term,
+            bbox_gt_refine / normalize_term,
+            bbox_weights_refine.reshape(-1, 4),
+            avg_factor=avg_factor_refine)
+        return loss_cls, loss_pts_init, loss_pts_refine
+
+    def refined_box_quality(self, labels: Tensor, bbox_pred: Tensor,
+                            bbox_gt: Tensor) -> Tensor:
+        """Soft classification targets: at positives (``0 <= label <
+        num_classes``) the IoU of the predicted box with its ground truth,
+        elsewhere 0; no gradient."""
+        quality = bbox_pred.new_zeros(labels.shape)
+        positive = (labels >= 0) & (labels < self.num_classes)
+        if positive.any():
+            quality[positive] = bbox_overlaps(
+                bbox_pred[positive].detach(), bbox_gt[positive],
+                is_aligned=True).clamp(min=0)
+        return quality
+
     def get_corner_targets(self, points: List[Tensor], valid_flags: List[Tensor],
                            batch_gt_instances: InstanceList) -> tuple:
         """Corner heatmap/offset targets of a batch, flat over levels:
@@ -331,7 +401,8 @@ class RepPointsV2Head(RepPointsHead):
                                 2).transpose(1, 2)
         loss_heatmap, loss_offset = 0, 0
         for col in range(2):  # top-left, bottom-right
-            num_pos = max(float(positive[..., col].sum()), 1.0)
+            # as the authors: per image max(positives, 1), summed
+            num_pos = float(positive[..., col].sum(1).clamp(min=1).sum())
             loss_heatmap = loss_heatmap + self.loss_heatmap(
                 score[..., col][valid].sigmoid(),
                 heatmap[..., col][valid],
@@ -398,11 +469,16 @@ class RepPointsV2Head(RepPointsHead):
                                                        self.cls_out_channels)
             score = score.sigmoid() if self.use_sigmoid_cls else \
                 score.softmax(-1)[:, :-1]
-            score, label, _, kept = filter_scores_and_topk(
-                score, cfg.score_thr, nms_pre,
-                dict(bbox_pred=bbox_pred.permute(1, 2, 0).reshape(-1, 4),
-                     priors=priors))
-            box = self._bbox_decode(kept['priors'], kept['bbox_pred'],
+            bbox_pred = bbox_pred.permute(1, 2, 0).reshape(-1, 4)
+            # as the authors: the nms_pre locations of highest class score
+            # first, then every (location, class) above score_thr
+            if 0 < nms_pre < score.shape[0]:
+                keep = score.max(dim=1)[0].topk(nms_pre)[1]
+                score, bbox_pred, priors = (score[keep], bbox_pred[keep],
+                                            priors[keep])
+            location, label = (score > cfg.score_thr).nonzero(as_tuple=True)
+            score = score[location, label]
+            box = self._bbox_decode(priors[location], bbox_pred[location],
                                     self.point_strides[level], img_shape)
             source = self.corner_refine_levels[level]
             if source is not None:
@@ -438,15 +514,16 @@ class RepPointsV2Head(RepPointsHead):
         height, width = corner_score.shape[-2:]
         refined = []
         for col in range(2):
-            x = bboxes[:, 2 * col] / stride
-            y = bboxes[:, 2 * col + 1] / stride
-            x0 = x.floor().clamp(0, width - 1).long()
-            y0 = y.floor().clamp(0, height - 1).long()
-            cand_x = torch.stack(
-                [x0, (x0 + 1).clamp(max=width - 1)] * 2, dim=1)  # (K, 4)
-            cand_y = torch.stack(
-                [y0, y0, (y0 + 1).clamp(max=height - 1),
-                 (y0 + 1).clamp(max=height - 1)], dim=1)
+            # the 2x2 window's top-left cell, kept inside the map as the
+            # authors' 2x2 max-pool (no padding) does: at most W-2, H-2
+            x0 = (bboxes[:, 2 * col] / stride).clamp(
+                0, max(width - 2, 0)).floor().long()
+            y0 = (bboxes[:, 2 * col + 1] / stride).clamp(
+                0, max(height - 2, 0)).floor().long()
+            x1 = (x0 + 1).clamp(max=width - 1)
+            y1 = (y0 + 1).clamp(max=height - 1)
+            cand_x = torch.stack([x0, x1, x0, x1], dim=1)  # (K, 4)
+            cand_y = torch.stack([y0, y0, y1, y1], dim=1)
             best = corner_score[col][cand_y, cand_x].argmax(dim=1,
                                                             keepdim=True)
             cx = cand_x.gather(1, best).squeeze(1)

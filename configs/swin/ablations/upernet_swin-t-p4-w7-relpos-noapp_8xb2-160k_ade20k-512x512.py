@@ -1,0 +1,14 @@
+# Swin paper (arXiv 2103.14030v2), Table 4, "rel. pos. w/o app.": the
+# relative bias without the q.k term. Swin-T, UperNet 160K on ADE20K (Sec.
+# 4.4), the main config with one backbone switch. Paper: 44.1 mIoU.
+# The backbone starts from the ImageNet-1K model of the same ablation: train
+# configs/swin/ablations/swin-t-p4-w7-relpos-noapp_16xb64_300e_in1k.py first
+# (its last checkpoint is read from its default work_dir below; change
+# `pretrained` if yours is elsewhere).
+_base_ = '../upernet_swin-t-p4-w7_8xb2-160k_ade20k-512x512.py'
+
+pretrained = 'work_dirs/swin-t-p4-w7-relpos-noapp_16xb64_300e_in1k/epoch_300.pth'
+model = dict(
+    backbone=dict(
+        position='relative_only',
+        init_cfg=dict(type='Pretrained', checkpoint=pretrained)))

@@ -1,0 +1,3 @@
+from .bifpn import BiFPN
+
+__all__ = ['BiFPN']
