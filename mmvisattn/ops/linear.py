@@ -4,11 +4,19 @@ PyTorch's eager ``F.linear`` re-reads the weight in its stored layout on
 every call; oneDNN can reorder it once into the blocked layout its GEMM
 kernels want (what ``torch.compile``'s CPU freezing pass does) and fuse the
 bias and an exact GELU into the GEMM. Same fp32 arithmetic, ~10-20% faster
-on the Swin shapes. Used only where no gradient is needed; everything else
-(training, autocast, other devices, torch.compile) takes ``F.linear``.
+on the Swin shapes. Used only where no gradient is needed, inside
+:func:`packed_weights_scope` (one transformer block's or patch merging's
+call, whose chunks reuse the packed copy); everything else (training,
+autocast, other devices, torch.compile) takes ``F.linear``.
+
+The packed copies live for one scope, never longer: weights can change
+between two forwards in ways no cheap key sees (mmengine's ``EMAHook``
+swaps them through ``.data``, which bumps no version counter), a copy made
+under ``torch.inference_mode()`` must not outlive it, and one block's
+copies at a time cost little memory.
 """
 import contextlib
-import weakref
+import threading
 
 import torch
 import torch.nn as nn
@@ -16,11 +24,27 @@ import torch.nn.functional as F
 
 # Set to False to measure or debug the plain path.
 ENABLED = True
-# Packed weights live here, not on the module: deepcopy/pickle/state_dict of
-# a model never meets a oneDNN tensor.
-_PACKED: 'weakref.WeakKeyDictionary[nn.Linear, tuple]' = \
-    weakref.WeakKeyDictionary()
+# Packed weights of the running scope, per thread (id(linear) -> (key,
+# packed)); never on the module, so deepcopy/pickle/state_dict of a model
+# never meet a oneDNN tensor.
+_LOCAL = threading.local()
 _ROWS_HINT = 4096  # typical rows per call on the chunked paths
+
+
+@contextlib.contextmanager
+def packed_weights_scope():
+    """Cache packed weights for the block (one forward): each linear is
+    packed on its first call inside it (the chunked paths call the same
+    linear many times) and every copy is dropped at the end. Nested scopes
+    share the outermost one."""
+    if getattr(_LOCAL, 'packed', None) is not None:
+        yield
+        return
+    _LOCAL.packed = {}
+    try:
+        yield
+    finally:
+        _LOCAL.packed = None
 
 
 @contextlib.contextmanager
@@ -44,26 +68,32 @@ def _has_onednn() -> bool:
 _ONEDNN = _has_onednn()
 
 
+def _reorder(weight: torch.Tensor, rows: int) -> torch.Tensor:
+    return torch.ops.mkldnn._reorder_linear_weight(weight, rows)
+
+
 def _use_packed(x: torch.Tensor, linear: nn.Linear) -> bool:
-    return (ENABLED and _ONEDNN and x.device.type == 'cpu'
+    return (ENABLED and _ONEDNN and not torch.compiler.is_compiling()
+            and getattr(_LOCAL, 'packed', None) is not None
+            and x.device.type == 'cpu'
             and x.dtype == torch.float32
             and linear.weight.dtype == torch.float32
             and not (torch.is_grad_enabled() and
                      (x.requires_grad or linear.weight.requires_grad))
             and not torch.is_autocast_enabled('cpu')
-            and not torch.compiler.is_compiling()
             and not torch.jit.is_tracing())  # FLOP counters trace aten.linear
 
 
 def _packed_weight(linear: nn.Linear) -> torch.Tensor:
     weight = linear.weight
-    # _version changes with every in-place update (optimizer step, load).
+    # within one forward too, an in-place update (_version) or a new
+    # tensor (data_ptr) repacks
     key = (weight._version, weight.data_ptr())
-    cached = _PACKED.get(linear)
+    packed = _LOCAL.packed
+    cached = packed.get(id(linear))
     if cached is None or cached[0] != key:
-        cached = (key, torch.ops.mkldnn._reorder_linear_weight(
-            weight.detach(), _ROWS_HINT))
-        _PACKED[linear] = cached
+        cached = (key, _reorder(weight.detach(), _ROWS_HINT))
+        packed[id(linear)] = cached
     return cached[1]
 
 

@@ -1,8 +1,8 @@
 """Attention masks for shifted windows."""
-import functools
 
 import torch
 
+from .cache import shape_cache
 from .windows import window_partition
 
 # Additive mask value: exp(-100) is 0 in fp32 and the value stays finite in
@@ -10,7 +10,7 @@ from .windows import window_partition
 MASK_VALUE = -100.0
 
 
-@functools.lru_cache(maxsize=64)
+@shape_cache(maxsize=64)
 def shifted_window_mask(height: int, width: int, window_size: int,
                         shift_size: int,
                         device: torch.device = torch.device('cpu')

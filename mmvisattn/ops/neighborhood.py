@@ -14,13 +14,13 @@ out (B, heads, H, W, d):
   halo), attention run chunk by chunk over tiles with a caller-supplied
   additive mask, so memory and time stay linear in the pixels.
 """
-import functools
 from typing import Callable, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
 
 from .attention import attend
+from .cache import shape_cache
 from .masks import MASK_VALUE
 
 
@@ -40,7 +40,7 @@ def unfold_neighborhood(t: torch.Tensor, kernel_size: int) -> torch.Tensor:
     return t.permute(0, 1, 4, 3, 2)
 
 
-@functools.lru_cache(maxsize=32)
+@shape_cache(maxsize=32)
 def inside_image(height: int, width: int, kernel_size: int,
                  device: torch.device) -> torch.Tensor:
     """(H*W, kernel_size**2) bool: which neighbours lie inside the image."""
@@ -50,7 +50,7 @@ def inside_image(height: int, width: int, kernel_size: int,
     return (F.unfold(valid, kernel_size)[0].T > 0).to(device)
 
 
-@functools.lru_cache(maxsize=32)
+@shape_cache(maxsize=32)
 def outside_image_mask(height: int, width: int, kernel_size: int,
                        device: torch.device) -> torch.Tensor:
     """(H*W, kernel_size**2) additive mask: MASK_VALUE for neighbours
@@ -60,7 +60,7 @@ def outside_image_mask(height: int, width: int, kernel_size: int,
                                                   MASK_VALUE).to(device)
 
 
-@functools.lru_cache(maxsize=32)
+@shape_cache(maxsize=32)
 def halo_tiles(height: int, width: int, kernel_size: int, tile: int,
                device: torch.device):
     """Index and masks of halo tiles (cached per map size).

@@ -8,17 +8,17 @@ keys outside the image are masked; the relative position bias of a pair is
 read from the same ((2M-1)^2, heads) table, by the same query - key offset,
 as window attention uses.
 """
-import functools
 from typing import Optional
 
 import torch
 
+from .cache import shape_cache
 from .masks import MASK_VALUE
 from .neighborhood import (halo_tiles, outside_image_mask,
                            tiled_neighborhood_attention, unfold_neighborhood)
 
 
-@functools.lru_cache(maxsize=16)
+@shape_cache(maxsize=16)
 def sliding_relative_index(window_size: int,
                            device: torch.device = torch.device('cpu')
                            ) -> torch.Tensor:

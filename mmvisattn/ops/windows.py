@@ -1,9 +1,10 @@
 """Window partition helpers on channels-last feature maps (B, H, W, C)."""
-import functools
 from typing import NamedTuple, Tuple
 
 import torch
 import torch.nn.functional as F
+
+from .cache import shape_cache
 
 
 def pad_to_multiple(x: torch.Tensor, multiple: int) -> torch.Tensor:
@@ -62,7 +63,7 @@ class WindowLayout(NamedTuple):
 SHIFT_MODES = ('cyclic', 'padding', 'none')
 
 
-@functools.lru_cache(maxsize=128)
+@shape_cache(maxsize=128)
 def window_layout(height: int,
                   width: int,
                   window_size: int,

@@ -55,7 +55,7 @@ from mmengine.model import BaseModule
 from mmengine.model.weight_init import trunc_normal_
 
 from mmvisattn.ops import (SHIFT_MODES, fast_linear,
-                           orthogonal_random_features,
+                           orthogonal_random_features, packed_weights_scope,
                            padding_key_mask, performer_attention,
                            relative_position_index, shifted_window_mask,
                            sliding_relative_index,
@@ -174,7 +174,6 @@ class SwinAttention(BaseModule):
         self.proj = nn.Linear(embed_dims, embed_dims)
         self._register_load_state_dict_pre_hook(self._drop_position_index)
         self.proj_drop = nn.Dropout(proj_drop_rate)
-        self._bias_cache = None
 
     @classmethod
     def check(cls, shift_mode: str, position: str):
@@ -204,19 +203,10 @@ class SwinAttention(BaseModule):
 
     # ------------------------------------------------------------ position
     def _bias_table_rows(self, index: torch.Tensor) -> torch.Tensor:
-        """Rows of the bias table for ``index``; cached while frozen.
-
-        In inference the gathered bias is reused until the table changes
-        (``_version`` counts in-place updates, e.g. optimizer steps).
-        """
-        table = self.relative_position_bias_table
-        if _compiling() or (torch.is_grad_enabled() and table.requires_grad):
-            return table[index]
-        key = (table._version, table.data_ptr(), index.data_ptr(),
-               index.numel())
-        if self._bias_cache is None or self._bias_cache[0] != key:
-            self._bias_cache = (key, table[index].detach())
-        return self._bias_cache[1]
+        """Rows of the bias table for ``index``, gathered on every call:
+        a few thousand values, and a cached copy could outlive a weight
+        change no key sees (an EMA swap through ``.data``)."""
+        return self.relative_position_bias_table[index]
 
     def window_bias(self) -> Optional[torch.Tensor]:
         """(heads, N, N) relative position bias of a window, or None."""
@@ -549,4 +539,9 @@ class SwinBlock(BaseModule):
 
         if self.with_cp and x.requires_grad:
             return cp.checkpoint(inner, x, use_reentrant=False)
-        return inner(x)
+        if _compiling():
+            return inner(x)
+        # CPU inference: this block's linears are packed once for all its
+        # chunks, and only while it runs
+        with packed_weights_scope():
+            return inner(x)
