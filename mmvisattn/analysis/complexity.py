@@ -23,8 +23,8 @@ Conventions (all count one multiply-add as one FLOP):
   padded window grid) made inside the backbone, and deformable convolutions
   (mmcv's ``DeformConv2d``, absent from mmcv's table) counted as ordinary
   convolutions of their kernel: RepPoints v2's two per level, without which
-  its Table 2 FLOPs fall short by about 25G at 1280x800. This reproduces the paper's
-  detection and segmentation figures (Tables 2 and 3) to <1%: pure
+  its Table 2 FLOPs fall short by about 25G at 1280x800. This reproduces
+  the paper's detection and segmentation figures (Tables 2 and 3) to <1%: pure
   ``'mmcv1'`` falls short by exactly those matmuls (Swin-T 3.1G, Swin-S
   5.2G, Swin-B 7.0G at 1280x800), while R-50 models match either way and
   the heads' matmuls (Sparse R-CNN's dynamic convs and self-attention) must

@@ -1,6 +1,6 @@
 """Pure tensor functions shared by every backbone: windows, masks, attention."""
 from .attention import attend, window_attention, window_attention_weights
-from .linear import fast_linear, packed_weights_scope
+from .linear import fast_linear, packed_weights_scope, run_packed
 from .masks import MASK_VALUE, padding_key_mask, shifted_window_mask
 from .neighborhood import (halo, halo_tiles, inside_image, outside_image_mask,
                            tile_queries_and_keys, tiled_neighborhood_attention,
@@ -24,7 +24,7 @@ __all__ = [
     'window_attention', 'window_attention_weights', 'sliding_relative_index',
     'sliding_window_attention_naive', 'sliding_window_attention_blocked',
     'orthogonal_random_features', 'performer_attention', 'fast_linear',
-    'packed_weights_scope',
+    'packed_weights_scope', 'run_packed',
     'reconstructed_window_attention', 'reweighted_window_attention',
     'window_log_membership', 'attend', 'halo', 'halo_tiles', 'inside_image',
     'outside_image_mask', 'tile_queries_and_keys',

@@ -47,6 +47,16 @@ def packed_weights_scope():
         _LOCAL.packed = None
 
 
+def run_packed(fn, *args):
+    """``fn(*args)`` inside :func:`packed_weights_scope`; under
+    ``torch.compile`` (which takes ``F.linear`` anyway and should not trace
+    the scope's thread-local state) plainly."""
+    if torch.compiler.is_compiling():
+        return fn(*args)
+    with packed_weights_scope():
+        return fn(*args)
+
+
 @contextlib.contextmanager
 def plain_linears():
     """Run every ``fast_linear`` as ``linear(x)`` inside the block (module

@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from mmcv.cnn import build_norm_layer
 from mmengine.model import BaseModule
 
-from mmvisattn.ops import fast_linear, packed_weights_scope
+from mmvisattn.ops import fast_linear, run_packed
 
 
 def check_images(x: torch.Tensor, in_channels: int, owner: str) -> None:
@@ -103,7 +103,4 @@ class PatchMerging(BaseModule):
         x = x.view(B, -1, 4 * C)
         if self.norm is not None:
             x = self.norm(x)
-        if torch.compiler.is_compiling():
-            return fast_linear(x, self.reduction), hw_shape
-        with packed_weights_scope():
-            return fast_linear(x, self.reduction), hw_shape
+        return run_packed(fast_linear, x, self.reduction), hw_shape

@@ -55,9 +55,9 @@ from mmengine.model import BaseModule
 from mmengine.model.weight_init import trunc_normal_
 
 from mmvisattn.ops import (SHIFT_MODES, fast_linear,
-                           orthogonal_random_features, packed_weights_scope,
-                           padding_key_mask, performer_attention,
-                           relative_position_index, shifted_window_mask,
+                           orthogonal_random_features, padding_key_mask,
+                           performer_attention, relative_position_index,
+                           run_packed, shifted_window_mask,
                            sliding_relative_index,
                            sliding_window_attention_blocked,
                            sliding_window_attention_naive, window_attention,
@@ -539,9 +539,6 @@ class SwinBlock(BaseModule):
 
         if self.with_cp and x.requires_grad:
             return cp.checkpoint(inner, x, use_reentrant=False)
-        if _compiling():
-            return inner(x)
         # CPU inference: this block's linears are packed once for all its
         # chunks, and only while it runs
-        with packed_weights_scope():
-            return inner(x)
+        return run_packed(inner, x)
