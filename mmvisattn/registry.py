@@ -10,6 +10,7 @@ from mmengine.registry import MODEL_WRAPPERS as MMENGINE_MODEL_WRAPPERS
 from mmengine.registry import MODELS as MMENGINE_MODELS
 from mmengine.registry import \
     OPTIM_WRAPPER_CONSTRUCTORS as MMENGINE_OPTIM_WRAPPER_CONSTRUCTORS
+from mmengine.registry import OPTIM_WRAPPERS as MMENGINE_OPTIM_WRAPPERS
 from mmengine.registry import TASK_UTILS as MMENGINE_TASK_UTILS
 from mmengine.registry import Registry
 
@@ -45,6 +46,14 @@ MODEL_WRAPPERS = Registry(
 OPTIM_WRAPPER_CONSTRUCTORS = Registry(
     'optimizer wrapper constructor',
     parent=MMENGINE_OPTIM_WRAPPER_CONSTRUCTORS,
+    scope='mmvisattn',
+    locations=['mmvisattn.engine'])
+
+# Optimizer wrappers (bf16 mixed precision without a loss scaler, on the CPU
+# too), reached as ``optim_wrapper=dict(type='mmvisattn.BF16OptimWrapper')``.
+OPTIM_WRAPPERS = Registry(
+    'optim_wrapper',
+    parent=MMENGINE_OPTIM_WRAPPERS,
     scope='mmvisattn',
     locations=['mmvisattn.engine'])
 

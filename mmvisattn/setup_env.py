@@ -23,10 +23,20 @@ Not at import, but also global, and applied where it is needed:
    called when ``mmvisattn.InstaBoost`` is built): its only release breaks
    on numpy>=1.24 (see ``mmvisattn/datasets/transforms.py``).
 
+4. mmcv's compiled ops under bf16 autocast (:func:`run_mmcv_ops_in_fp32_under_bf16`,
+   called when bf16 mixed precision is switched on: ``BF16OptimWrapper``,
+   ``tools/train.py --amp`` without a GPU or with ``--amp-dtype bfloat16``,
+   ``tools/test.py --amp``): mmcv's kernels (NMS, RoIAlign, deformable
+   convs, ...) have no bf16 version ("not implemented for 'BFloat16'"),
+   so each of mmcv's autograd functions runs in fp32 while a bf16 autocast
+   is active, as autocast itself does for ops on its fp32 list. fp16 and
+   no autocast are untouched.
+
 Nothing else: registries are children of mmengine's (``mmvisattn/registry.py``)
 and add no entries to other libraries' registries; training hooks are named
 in the configs or added visibly by ``tools/train.py``.
 """
+import functools
 import importlib.metadata
 import importlib.util
 import pickle
@@ -163,3 +173,78 @@ def setup_env():
     """The import-time changes listed in this module's docstring."""
     register_safe_globals()
     register_config_package()
+
+
+def _bf16_to_fp32(values):
+    return [v.float() if isinstance(v, torch.Tensor)
+            and v.dtype == torch.bfloat16 else v for v in values]
+
+
+def _fp32_under_bf16_autocast(forward):
+    """``forward`` of an autograd function, run with fp32 inputs and
+    autocast off while a bf16 autocast is active on the CPU or CUDA; its
+    floating outputs return in bf16 (the dtype the surrounding code
+    allocates for them, e.g. mmdet's RoI extractor)."""
+
+    @functools.wraps(forward)
+    def wrapped(ctx, *args, **kwargs):
+        for device in ('cpu', 'cuda'):
+            if (torch.is_autocast_enabled(device)
+                    and torch.get_autocast_dtype(device) == torch.bfloat16):
+                ctx.fp32_under_bf16 = True
+                with torch.autocast(device, enabled=False):
+                    out = forward(ctx, *_bf16_to_fp32(args), **kwargs)
+                if isinstance(out, torch.Tensor):
+                    return _to_bf16(out)
+                if isinstance(out, tuple):
+                    return tuple(_to_bf16(o) for o in out)
+                return out
+        return forward(ctx, *args, **kwargs)
+
+    wrapped._fp32_under_bf16 = True
+    return wrapped
+
+
+def _to_bf16(value):
+    return value.bfloat16() if isinstance(value, torch.Tensor) and \
+        value.dtype == torch.float32 else value
+
+
+def _fp32_grads(backward):
+    """The matching ``backward``: bf16 incoming gradients to fp32 (the
+    kernels' dtype); autograd casts the returned ones to the inputs'."""
+
+    @functools.wraps(backward)
+    def wrapped(ctx, *grads):
+        if getattr(ctx, 'fp32_under_bf16', False):
+            grads = _bf16_to_fp32(grads)
+        return backward(ctx, *grads)
+
+    wrapped._fp32_under_bf16 = True
+    return wrapped
+
+
+def _subclasses(cls):
+    for sub in cls.__subclasses__():
+        yield sub
+        yield from _subclasses(sub)
+
+
+def run_mmcv_ops_in_fp32_under_bf16():
+    """Wrap the ``forward`` of every autograd function in ``mmcv.ops``
+    (idempotent; see item 4 of this module's docstring)."""
+    import mmcv.ops  # noqa: F401  (defines the functions)
+    for fn in set(_subclasses(torch.autograd.Function)):
+        if not fn.__module__.startswith('mmcv.ops'):
+            continue
+        forward = fn.__dict__.get('forward')
+        if forward is None or getattr(forward, '_fp32_under_bf16', False):
+            continue
+        fn.forward = staticmethod(_fp32_under_bf16_autocast(
+            forward.__func__ if isinstance(forward, staticmethod)
+            else forward))
+        backward = fn.__dict__.get('backward')
+        if backward is not None:
+            fn.backward = staticmethod(_fp32_grads(
+                backward.__func__ if isinstance(backward, staticmethod)
+                else backward))

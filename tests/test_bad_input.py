@@ -72,11 +72,64 @@ def re_shape(shape):
 
 @pytest.mark.parametrize('name', sorted(BACKBONES))
 @pytest.mark.parametrize('bad', [float('nan'), float('inf')])
-def test_nan_or_inf_pixels_refused(backbones, name, bad):
+def test_nan_or_inf_pixels_refused_in_anomaly_mode(backbones, name, bad):
+    """In the forward, the value check runs only under PyTorch's debug
+    switch (``detect_anomaly``); by default the forward reads no tensor
+    values (a GPU sync per forward), which the next test pins."""
     x = torch.rand(1, 3, 32, 32)
     x[0, 1, 5, 7] = bad
-    with pytest.raises(ValueError, match='NaN/Inf pixel values'):
-        backbones[name](x)
+    with torch.autograd.detect_anomaly(check_nan=False):
+        with pytest.raises(ValueError, match='NaN/Inf pixel values'):
+            backbones[name](x)
+
+
+@pytest.mark.parametrize('name', sorted(BACKBONES))
+def test_forward_reads_no_tensor_values(backbones, name, monkeypatch):
+    """No ``isfinite`` check (or any other read of a tensor's values into
+    Python) in the default forward: on a GPU each would stall the stream.
+    ``Tensor.__bool__``/``item`` are counted while the backbone runs."""
+    reads = []
+    for attr in ('__bool__', 'item'):
+        original = getattr(torch.Tensor, attr)
+
+        def counting(self, *a, _original=original, _attr=attr, **k):
+            reads.append(_attr)
+            return _original(self, *a, **k)
+
+        monkeypatch.setattr(torch.Tensor, attr, counting)
+    x = torch.rand(1, 3, 32, 32)
+    x[0, 1, 5, 7] = float('nan')
+    with torch.no_grad():
+        backbones[name](x)  # NaN in, NaN out: caught by the hooks below
+    monkeypatch.undo()
+    assert reads == [], (name, reads)
+
+
+def test_finite_input_hook_names_the_batch_and_a_zero_std():
+    """The check moved out of the forward: ``FiniteInputHook`` reads each
+    batch on the host before the preprocessor moves it, and refuses a
+    data preprocessor whose std would divide by zero."""
+    import types
+
+    from mmvisattn.engine import FiniteInputHook
+    hook = FiniteInputHook()
+    good = dict(inputs=[torch.zeros(3, 8, 8, dtype=torch.uint8),
+                        torch.rand(3, 8, 8)])
+    hook.before_train_iter(None, 0, good)
+    hook.before_test_iter(None, 0, dict(inputs=torch.rand(2, 3, 8, 8)))
+    bad = torch.rand(3, 8, 8)
+    bad[1, 2, 3] = float('inf')
+    with pytest.raises(ValueError,
+                       match=r'val batch 5, image 1 \(shape \(3, 8, 8\)\) '
+                       'has NaN/Inf'):
+        hook.before_val_iter(None, 5, dict(inputs=[good['inputs'][0], bad]))
+    model = MODELS.build(dict(
+        type='mmdet.DetDataPreprocessor', mean=[0., 0., 0.],
+        std=[1., 0., 1.]))
+    runner = types.SimpleNamespace(
+        model=types.SimpleNamespace(data_preprocessor=model))
+    with pytest.raises(ValueError, match='data_preprocessor.std has a zero'):
+        hook.before_run(runner)
 
 
 # ---------------------------------------------------------------- files

@@ -54,7 +54,8 @@ def test_train_tool_says_which_hooks_it_adds_and_prints_no_false_alarm(
     log = setup['log']
     assert ('fault tolerance: default_hooks.checkpoint: CheckpointHook -> '
             'mmvisattn.AtomicCheckpointHook') in log
-    for name in ('RNGStateHook', 'FiniteLossHook', 'RankMeanLossHook'):
+    for name in ('RNGStateHook', 'FiniteLossHook', 'FiniteInputHook',
+                 'RankMeanLossHook'):
         assert f'fault tolerance: custom_hooks: + mmvisattn.{name}' in log
     assert 'requires_grad=True to a scalar' not in log
     assert 'pkg_resources is deprecated' not in log
@@ -89,8 +90,8 @@ def test_fault_tolerant_training_keeps_other_hooks_and_arguments():
         type='mmvisattn.AtomicCheckpointHook', interval=3, max_keep_ckpts=1)
     assert [h['type'] for h in cfg.custom_hooks] == [
         'mmvisattn.FiniteLossHook', 'mmvisattn.RNGStateHook',
-        'mmvisattn.RankMeanLossHook']
-    assert len(changes) == 3
+        'mmvisattn.FiniteInputHook', 'mmvisattn.RankMeanLossHook']
+    assert len(changes) == 4
     custom = Config(dict(default_hooks=dict(
         checkpoint=dict(type='MyCheckpointHook'))))
     fault_tolerant_training(custom)
@@ -260,3 +261,52 @@ def test_test_tool_on_damaged_and_foreign_checkpoints(setup, damaged):
         assert last.startswith('tools/test.py: ' + ckpt), last
         assert reason in last, last
     assert 'shape mismatches: backbone.' in last
+
+
+def _rng_rank(rank, world, port, out):
+    import types
+
+    import torch.distributed as dist
+    from mmengine.hooks import CheckpointHook
+
+    from mmvisattn.engine import RNGStateHook
+    os.environ.update(MASTER_ADDR='127.0.0.1', MASTER_PORT=str(port))
+    dist.init_process_group('gloo', rank=rank, world_size=world)
+    torch.manual_seed(100 + rank)  # ranks draw differently
+    runner = types.SimpleNamespace(
+        hooks=[CheckpointHook(interval=2, by_epoch=False)], iter=1,
+        max_iters=10, logger=None)
+    hook = RNGStateHook()
+    hook.after_train_iter(runner, 1)  # iteration 2 ends: a checkpoint
+    ckpt = dict(meta=dict(iter=2))
+    if rank == 0:  # mmengine's save_checkpoint is master-only
+        hook.before_save_checkpoint(runner, ckpt)
+    want = torch.rand(4)  # what an uninterrupted run draws next
+    shared = [ckpt]
+    dist.broadcast_object_list(shared, src=0)  # every rank reads the file
+    torch.manual_seed(0)  # the resumed run re-seeds
+    resumed = RNGStateHook()
+    resumed.after_load_checkpoint(runner, shared[0])
+    runner.iter = 2
+    resumed.before_train_iter(runner, 0)
+    torch.save(dict(want=want, got=torch.rand(4)),
+               osp.join(out, f'rank{rank}.pth'))
+    dist.destroy_process_group()
+
+
+def test_rng_state_is_saved_and_restored_per_rank(tmp_path):
+    """Rank 0 writes the checkpoint, but every rank's RNG state is in it
+    (gathered where a checkpoint follows, since mmengine's save runs on
+    rank 0 only) and each rank resumes its own stream; before, every rank
+    got rank 0's state."""
+    import socket
+
+    import torch.multiprocessing as mp
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        port = s.getsockname()[1]
+    mp.spawn(_rng_rank, args=(2, port, str(tmp_path)), nprocs=2)
+    results = [torch.load(tmp_path / f'rank{r}.pth') for r in range(2)]
+    for r in results:
+        torch.testing.assert_close(r['got'], r['want'], rtol=0, atol=0)
+    assert not torch.equal(results[0]['want'], results[1]['want'])

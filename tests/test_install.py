@@ -37,3 +37,27 @@ def test_compiled_ops_run_on_cpu():
                           [20., 20., 30., 30.]])
     _, keep = nms(boxes, torch.tensor([0.9, 0.8, 0.7]), iou_threshold=0.5)
     assert keep.tolist() == [0, 2]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason='checks the no-GPU refusal')
+def test_force_cuda_is_refused_with_the_reason_and_keeps_mmcv(tmp_path):
+    """``MMCV_FORCE_CUDA=1`` used to be ignored whenever a CPU-only
+    ``mmcv.ops`` imported; now it asks for a CUDA build, and where one
+    cannot be made (no CUDA torch, no nvcc, no GPU and no arch list) it
+    stops naming the reason, before touching the installed mmcv."""
+    import os
+    import subprocess
+    import sys
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHON=sys.executable, MMCV_FORCE_CUDA='1',
+               CUDA_HOME=str(tmp_path / 'no-cuda'))
+    env.pop('TORCH_CUDA_ARCH_LIST', None)
+    proc = subprocess.run(['bash', 'tools/install.sh'], cwd=repo, env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, timeout=600)
+    assert proc.returncode == 1, proc.stdout[-3000:]
+    reasons = ('this torch has no CUDA', f'no nvcc ({tmp_path}/no-cuda/bin/nvcc)')
+    assert any(r in proc.stdout for r in reasons), proc.stdout[-3000:]
+    assert 'building mmcv' not in proc.stdout
+    subprocess.run([sys.executable, '-c', 'import mmcv.ops'], check=True,
+                   cwd='/')

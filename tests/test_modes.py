@@ -132,3 +132,60 @@ def test_packed_weights_live_for_one_forward(monkeypatch):
     assert not torch.allclose(first[-1], second[-1], atol=1e-3)
     for a, b in zip(second, want):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+
+
+# Mixed precision. CUDA autocast runs LayerNorm in fp32 while the linears
+# run in half precision, so the residual stream (fp32) meets half-precision
+# attention outputs; CPU autocast keeps LayerNorm in the autocast dtype and
+# hides that. The hooks below make CPU autocast produce fp32 LayerNorm
+# outputs, as CUDA's does, so the mixed-dtype residual is exercised here.
+AUTOCAST_BACKBONES = {
+    **BACKBONES,
+    'swin-performer': dict(type='SwinTransformer', arch='tiny',
+                           attn_type='performer', position='absolute'),
+    'tnt-pyramid': dict(type='TNT', arch='small', out_type='pyramid',
+                        img_size=128),
+}
+
+
+def _fp32_layer_norms(model):
+    def to_fp32(module, args, out):
+        return out.float()
+
+    return [m.register_forward_hook(to_fp32) for m in model.modules()
+            if isinstance(m, torch.nn.LayerNorm)]
+
+
+@pytest.mark.parametrize('dtype', [torch.float16, torch.bfloat16],
+                         ids=['fp16', 'bf16'])
+@pytest.mark.parametrize('name', sorted(AUTOCAST_BACKBONES))
+def test_autocast_equals_fp32(name, dtype):
+    """Autocast inference (the eval fast path, which scatter-adds window
+    outputs into the residual) and a training backward run in fp16 and
+    bf16, stay finite, and equal fp32 within the precision's tolerance."""
+    torch.manual_seed(0)
+    model = MODELS.build(copy.deepcopy(AUTOCAST_BACKBONES[name]))
+    model.init_weights()
+    model.eval()
+    x = torch.randn(1, 3, 128, 128)
+    with torch.no_grad():
+        want = model(x)
+    hooks = _fp32_layer_norms(model)
+    with torch.no_grad(), torch.autocast('cpu', dtype=dtype):
+        got = model(x)
+    # bf16 keeps 8 bits of mantissa; fp16 keeps 11
+    tol = 0.05 if dtype == torch.bfloat16 else 0.01
+    for a, b in zip(got, want):
+        assert torch.isfinite(a).all()
+        err = (a.float() - b).abs().max() / b.abs().max()
+        assert err < tol, (name, float(err))
+    model.train()
+    with torch.autocast('cpu', dtype=dtype):
+        loss = sum(out.float().square().mean() for out in model(x))
+    loss.backward()
+    for h in hooks:
+        h.remove()
+    assert torch.isfinite(loss)
+    for pname, p in model.named_parameters():
+        if p.grad is not None:
+            assert torch.isfinite(p.grad).all(), pname

@@ -7,7 +7,10 @@
 # on any machine. The expensive steps are skipped when satisfied: torch (when torch and
 # torchvision import) and the ~13-minute mmcv build (when `import mmcv.ops` works against the
 # installed torch).
-# GPU: install your CUDA torch/torchvision first and run with MMCV_FORCE_CUDA=1.
+# GPU: install your CUDA torch/torchvision first and run with MMCV_FORCE_CUDA=1: an mmcv
+# built without CUDA ops is then rebuilt with them (nvcc and a CUDA torch are checked first).
+# A torch that is already installed is never replaced. MAX_JOBS (default: the number of
+# cores) sets the build's parallel compiles.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -43,6 +46,7 @@ PYEOF
 state=$(probe)
 lacks() { for name in "$@"; do grep -qx "missing $name" <<<"$state" && return 0; done; return 1; }
 changed=0
+rebuild=0
 
 # Lists what a requirements file lacks here; fails if anything.
 missing() { (cd / && $PY "$ROOT/tools/check_requirements.py" "${@/#/$ROOT/}"); }
@@ -53,24 +57,72 @@ if ! missing requirements/build.txt; then
   changed=1
 fi
 
-if lacks torch torchvision; then
+pinned() { sed -n "s/^$1==\([^ ;#]*\).*/\1/p" requirements/torch.txt; }
+if lacks torch; then
   echo "[install] torch + torchvision"
   $PIPI -q -r requirements/torch.txt
   changed=1
+elif lacks torchvision; then
+  # never reinstall torch over the user's (a CUDA build, say): only the torchvision
+  # that is known to match, or a clear stop
+  have_torch=$( (cd / && $PY -c 'import torch; print(torch.__version__.split("+")[0])') )
+  if [ "$have_torch" = "$(pinned torch)" ]; then
+    echo "[install] torchvision (for the installed torch $have_torch)"
+    $PIPI -q --no-deps "torchvision==$(pinned torchvision)"
+    changed=1
+  else
+    echo "[install] ERROR: torch $have_torch is installed but torchvision is not; install the" \
+         "torchvision release that matches it (https://pytorch.org/get-started/previous-versions/)" \
+         "and rerun. This script does not replace an installed torch." >&2
+    exit 1
+  fi
 fi
 
-if lacks mmcv.ops && ! have mmcv.ops; then
+# MMCV_FORCE_CUDA=1: CUDA ops are wanted; a CPU-only mmcv.ops counts as missing.
+force_cuda=${MMCV_FORCE_CUDA:-0}
+if [ "$force_cuda" = 1 ]; then
+  torch_cuda=$( (cd / && $PY -c 'import torch; print(torch.version.cuda or "")') )
+  if [ -z "$torch_cuda" ]; then
+    echo "[install] ERROR: MMCV_FORCE_CUDA=1 but this torch has no CUDA (torch.version.cuda is" \
+         "None); install a CUDA torch first" >&2
+    exit 1
+  fi
+  nvcc=${CUDA_HOME:+$CUDA_HOME/bin/}nvcc
+  if ! command -v "$nvcc" >/dev/null 2>&1; then
+    echo "[install] ERROR: MMCV_FORCE_CUDA=1 but no nvcc ($nvcc) to build mmcv's CUDA ops;" \
+         "install the CUDA toolkit $torch_cuda and set CUDA_HOME" >&2
+    exit 1
+  fi
+  if [ -z "${TORCH_CUDA_ARCH_LIST:-}" ] && \
+     [ "$( (cd / && $PY -c 'import torch; print(torch.cuda.is_available())') )" != True ]; then
+    echo "[install] ERROR: MMCV_FORCE_CUDA=1 with no GPU visible: set TORCH_CUDA_ARCH_LIST to the" \
+         "GPUs' compute capability (for example 9.0 for H100/H200), or build on the GPU machine" >&2
+    exit 1
+  fi
+  built_with=$( (cd / && $PY -c 'from mmcv.ops import get_compiling_cuda_version as v; print(v())') 2>/dev/null || true)
+  if [ -n "$built_with" ] && [ "$built_with" = "not available" ]; then
+    echo "[install] the installed mmcv.ops has no CUDA ops: rebuilding with MMCV_FORCE_CUDA=1" \
+         "(the installed mmcv stays until the new one is built)"
+    rebuild=1
+  fi
+fi
+
+if [ $rebuild = 1 ] || { lacks mmcv.ops && ! have mmcv.ops; }; then
   changed=1
   $PIPI -q "mmengine==0.10.7"
-  echo "[install] building mmcv==$MMCV_VERSION with compiled ops from source (about 13 minutes on 2 cores)"
+  echo "[install] building mmcv==$MMCV_VERSION with compiled ops from source (about 13 minutes on 2 cores; CUDA ops: $force_cuda)"
   work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
   $PIP download -q --no-deps --no-binary=:all: --no-build-isolation --no-cache-dir -d "$work" "mmcv==$MMCV_VERSION"
   tar -xzf "$work"/mmcv-$MMCV_VERSION.tar.gz -C "$work"
   # torch>=2.10 headers require C++20; mmcv 2.1.0 hard-codes -std=c++17.
   sed -i 's/-std=c++14/-std=c++20/g; s/-std=c++17/-std=c++20/g' "$work/mmcv-$MMCV_VERSION/setup.py"
+  # built as a wheel first, installed only once it exists: a failed build leaves any
+  # installed mmcv as it was
   (cd "$work/mmcv-$MMCV_VERSION" && \
-    MMCV_WITH_OPS=1 FORCE_CUDA=${MMCV_FORCE_CUDA:-0} MAX_JOBS=${MAX_JOBS:-2} \
-    $PIPI -q --no-build-isolation --no-deps --no-cache-dir .)
+    MMCV_WITH_OPS=1 FORCE_CUDA=$force_cuda MAX_JOBS=${MAX_JOBS:-$(nproc 2>/dev/null || echo 2)} \
+    $PIP wheel -q --no-build-isolation --no-deps --no-cache-dir -w "$work/dist" .)
+  $PIPI -q --no-deps --force-reinstall "$work"/dist/mmcv-*.whl
   rm -rf "$work"
   have mmcv.ops || { echo "[install] ERROR: mmcv.ops still does not import after the build" >&2; exit 1; }
 fi

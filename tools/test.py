@@ -1,11 +1,14 @@
 """Evaluate a checkpoint with the config's test metric (COCO mAP, mIoU, ...).
 
     python tools/test.py CONFIG CHECKPOINT [--work-dir DIR] [--out FILE]
-                         [--tta] [--cfg-options k=v ...] [--launcher pytorch]
+                         [--tta] [--amp] [--cfg-options k=v ...]
+                         [--launcher pytorch]
 
 ``--tta`` runs the config's test-time augmentation: ``tta_pipeline`` replaces
 the test pipeline and ``tta_model`` wraps the model (as mmdet's and mmseg's
-own tools do).
+own tools do). ``--amp`` runs inference under mmengine's autocast (the test
+loop's ``fp16=True``): fp16 on a GPU, bf16 on a CPU. Every batch is checked
+for NaN/Inf pixels on the host (``mmvisattn.FiniteInputHook``).
 """
 import argparse
 import os.path as osp
@@ -34,6 +37,9 @@ def parse_args():
         '--tta', action='store_true',
         help='test-time augmentation: the config\'s tta_pipeline and '
         'tta_model')
+    parser.add_argument(
+        '--amp', action='store_true',
+        help='mixed precision inference: fp16 on a GPU, bf16 on a CPU')
     return parse_tool_args(parser)
 
 
@@ -74,6 +80,20 @@ def run(args):
         args.cfg_options, args.launcher)
     if args.tta:
         apply_tta(cfg, args.config)
+    if args.amp:
+        # mmengine's TestLoop(fp16=True) runs mmengine's autocast, which
+        # picks fp16 on a GPU and bf16 on a CPU
+        cfg.test_cfg = dict(cfg.get('test_cfg') or dict(type='TestLoop'),
+                            fp16=True)
+        import torch
+        if not torch.cuda.is_available():  # bf16: see setup_env.py, 4.
+            from mmvisattn.setup_env import run_mmcv_ops_in_fp32_under_bf16
+            run_mmcv_ops_in_fp32_under_bf16()
+    hooks = list(cfg.get('custom_hooks') or [])
+    if not any(str(h.get('type', '')).endswith('FiniteInputHook')
+               for h in hooks):
+        hooks.append(dict(type='mmvisattn.FiniteInputHook'))
+    cfg.custom_hooks = hooks
     check_dataloader_files(cfg, 'test_dataloader', training=False)
     # a damaged file fails here, before minutes of model and data building
     checkpoint = read_checkpoint(args.checkpoint)

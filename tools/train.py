@@ -1,7 +1,13 @@
 """Train a detector or segmentor from an mmdet or mmseg config.
 
-    python tools/train.py CONFIG [--work-dir DIR] [--resume [CKPT]] [--amp]
+    python tools/train.py CONFIG [--work-dir DIR] [--resume [CKPT]]
+                          [--amp [--amp-dtype float16|bfloat16]]
                           [--cfg-options k=v ...] [--launcher pytorch]
+
+``--amp``: on a GPU, mmengine's ``AmpOptimWrapper`` (fp16 with a dynamic loss
+scale; ``--amp-dtype bfloat16`` for bf16); on a CPU, bf16 autocast through
+``mmvisattn.BF16OptimWrapper`` (mmengine's wrapper needs a GPU, and bf16
+needs no loss scale).
 
 The config's ``default_scope`` (mmdet or mmseg) decides whose models,
 datasets and metrics are used; mmvisattn's backbones are imported first.
@@ -45,7 +51,13 @@ def parse_args():
         help='resume from CKPT, or from the latest checkpoint in the work '
         'dir when no path is given')
     parser.add_argument(
-        '--amp', action='store_true', help='mixed precision training')
+        '--amp', action='store_true',
+        help='mixed precision training: fp16 with a dynamic loss scale on '
+        'a GPU, bf16 on a CPU')
+    parser.add_argument(
+        '--amp-dtype', choices=('float16', 'bfloat16'),
+        help='the autocast dtype of --amp (implies --amp); default float16 '
+        'on a GPU, bfloat16 on a CPU (the only one there)')
     parser.add_argument(
         '--no-fault-tolerance', action='store_true',
         help='train with the config\'s hooks as written: no atomic '
@@ -57,19 +69,39 @@ def parse_args():
     return parse_tool_args(parser)
 
 
+def mixed_precision(cfg, dtype=None):
+    """Switch ``cfg.optim_wrapper`` to mixed precision; returns what
+    changed, for the log."""
+    import torch
+    if torch.cuda.is_available():
+        dtype = dtype or 'float16'
+        cfg.optim_wrapper.type = 'AmpOptimWrapper'
+        cfg.optim_wrapper.dtype = dtype
+        if dtype == 'float16':
+            cfg.optim_wrapper.setdefault('loss_scale', 'dynamic')
+        else:  # mmcv's kernels have no bf16 version (setup_env.py, 4.)
+            from mmvisattn.setup_env import run_mmcv_ops_in_fp32_under_bf16
+            run_mmcv_ops_in_fp32_under_bf16()
+        return [f'optim_wrapper.type = AmpOptimWrapper ({dtype}'
+                + (', dynamic loss scale)' if dtype == 'float16' else ')')]
+    if dtype == 'float16':
+        raise SystemExit(
+            '--amp-dtype float16: no GPU is visible, and CPU autocast runs '
+            'bfloat16 only; use --amp (bfloat16 on a CPU)')
+    cfg.optim_wrapper.type = 'mmvisattn.BF16OptimWrapper'
+    cfg.optim_wrapper.pop('loss_scale', None)
+    return ['optim_wrapper.type = mmvisattn.BF16OptimWrapper (no GPU '
+            'visible: bfloat16 autocast on the CPU, no loss scale)']
+
+
 def main():
     args = parse_args()
     cfg = prepare_config(
         Config.fromfile(args.config), args.config, args.work_dir,
         args.cfg_options, args.launcher)
-    if args.amp:
-        import torch
-        if not torch.cuda.is_available():
-            raise SystemExit('--amp: mixed precision training uses mmengine\'s '
-                             'AmpOptimWrapper, which needs a GPU (CUDA/NPU/'
-                             'MLU); none is visible here')
-        cfg.optim_wrapper.type = 'AmpOptimWrapper'
-        cfg.optim_wrapper.setdefault('loss_scale', 'dynamic')
+    if args.amp or args.amp_dtype:
+        for change in mixed_precision(cfg, args.amp_dtype):
+            print_log(f'--amp: {change}', logger='current')
     if args.auto_scale_lr:
         if 'auto_scale_lr' not in cfg or 'base_batch_size' not in \
                 cfg.auto_scale_lr:

@@ -8,6 +8,7 @@ mmengine ``Runner`` can list them itself::
     default_hooks = dict(checkpoint=dict(type='mmvisattn.AtomicCheckpointHook'))
     custom_hooks = [dict(type='mmvisattn.RNGStateHook'),
                     dict(type='mmvisattn.FiniteLossHook'),
+                    dict(type='mmvisattn.FiniteInputHook'),
                     dict(type='mmvisattn.RankMeanLossHook')]
 """
 import math
@@ -17,7 +18,8 @@ from typing import List, Optional
 
 import torch
 from mmengine.config import Config
-from mmengine.dist import all_reduce, get_world_size, is_main_process
+from mmengine.dist import (all_gather_object, all_reduce, get_rank,
+                           get_world_size, is_main_process)
 from mmengine.fileio import LocalBackend
 from mmengine.hooks import CheckpointHook, Hook
 from mmengine.model import is_model_wrapper
@@ -102,22 +104,69 @@ class RNGStateHook(Hook):
     pipeline), but the model's own torch draws (drop path, dropout, RoI
     sampling) would restart from the seed. The state is restored just before
     the first resumed iteration, after that replay, so a deterministic run
-    continues with the losses of an uninterrupted one. Only rank 0's state is
-    saved; with mmengine's default ``diff_rank_seed=False`` every rank draws
-    the same.
+    continues with the losses of an uninterrupted one.
+
+    Every rank's state is saved (gathered into the checkpoint rank 0
+    writes) and each rank restores its own: ranks draw differently with
+    ``diff_rank_seed=True``, and each GPU's CUDA generator advances with
+    its own work. A checkpoint resumed on a different number of processes
+    (or written before the states were kept per rank) gives every rank
+    rank 0's state, and says so.
     """
 
-    priority = 'VERY_LOW'
+    # before the checkpoint hook (VERY_LOW) in the same after_train_iter
+    priority = 'LOW'
 
     def __init__(self):
         self._pending: Optional[dict] = None
         self._pending_iter: Optional[int] = None
+        self._gathered: Optional[list] = None
 
-    def before_save_checkpoint(self, runner, checkpoint: dict) -> None:
+    @staticmethod
+    def _local_state() -> dict:
         state = dict(torch=torch.get_rng_state())
         if torch.cuda.is_available() and torch.cuda.is_initialized():
             state['cuda'] = torch.cuda.get_rng_state_all()
-        checkpoint['rng_state'] = state
+        return state
+
+    @staticmethod
+    def _checkpoint_saves(runner, at_epoch_end: bool) -> bool:
+        """Whether mmengine's checkpoint hook saves at this iteration (or
+        epoch) end, by its own rule."""
+        for hook in runner.hooks:
+            if isinstance(hook, CheckpointHook) and hook.by_epoch == \
+                    at_epoch_end:
+                if at_epoch_end:
+                    return hook.every_n_epochs(
+                        runner, hook.interval, hook.save_begin) or (
+                            hook.save_last and hook.is_last_train_epoch(runner))
+                return hook.every_n_train_iters(
+                    runner, hook.interval, hook.save_begin) or (
+                        hook.save_last and hook.is_last_train_iter(runner))
+        return False
+
+    def _gather(self, runner, at_epoch_end: bool) -> None:
+        # mmengine saves on rank 0 only (``Runner.save_checkpoint`` is
+        # master-only), so every rank's state is gathered here, on all
+        # ranks, and only where a checkpoint follows: no per-iteration cost
+        self._gathered = None
+        if get_world_size() > 1 and self._checkpoint_saves(runner,
+                                                           at_epoch_end):
+            self._gathered = all_gather_object(self._local_state())
+
+    def after_train_iter(self, runner, batch_idx, data_batch=None,
+                         outputs=None) -> None:
+        self._gather(runner, at_epoch_end=False)
+
+    def after_train_epoch(self, runner) -> None:
+        self._gather(runner, at_epoch_end=True)
+
+    def before_save_checkpoint(self, runner, checkpoint: dict) -> None:
+        local = self._local_state()
+        states = self._gathered if get_world_size() > 1 else [local]
+        checkpoint['rng_state'] = dict(local)
+        if states is not None:  # else (a best-checkpoint save): rank 0's
+            checkpoint['rng_state']['per_rank'] = states
 
     def after_load_checkpoint(self, runner, checkpoint: dict) -> None:
         self._pending = checkpoint.get('rng_state')
@@ -129,9 +178,19 @@ class RNGStateHook(Hook):
         # only a resume (iteration restored) continues the saved stream;
         # `load_from` fine-tuning starts at iteration 0 with fresh draws
         if runner.iter == self._pending_iter and runner.iter > 0:
-            torch.set_rng_state(self._pending['torch'])
-            if 'cuda' in self._pending and torch.cuda.is_available():
-                torch.cuda.set_rng_state_all(self._pending['cuda'])
+            per_rank = self._pending.get('per_rank')
+            state = self._pending
+            if per_rank is not None and len(per_rank) == get_world_size():
+                state = per_rank[get_rank()]
+            elif get_world_size() > 1:
+                saved = 'one' if per_rank is None else len(per_rank)
+                runner.logger.warning(
+                    f'RNGStateHook: the checkpoint holds the RNG state of '
+                    f'{saved} rank(s), this run has {get_world_size()}: '
+                    'every rank continues from rank 0\'s')
+            torch.set_rng_state(state['torch'])
+            if 'cuda' in state and torch.cuda.is_available():
+                torch.cuda.set_rng_state_all(state['cuda'])
         self._pending = None
 
 
@@ -173,6 +232,51 @@ class FiniteLossHook(Hook):
 
 
 @HOOKS.register_module()
+class FiniteInputHook(Hook):
+    """Refuses NaN/Inf images before they reach the model, at no device
+    cost: each batch is checked on the host, as the data loader delivered
+    it (before the data preprocessor moves it to the device; integer
+    images, the usual case, cannot hold NaN and are skipped), and the data
+    preprocessor's ``std`` is checked once for zeros, which would turn
+    every normalised pixel of that channel into Inf/NaN. The backbones
+    keep only shape checks in their forward (see ``check_images``)."""
+
+    priority = 'VERY_HIGH'
+
+    def before_run(self, runner) -> None:
+        model = runner.model.module if is_model_wrapper(runner.model) \
+            else runner.model
+        std = getattr(getattr(model, 'data_preprocessor', None), 'std', None)
+        if isinstance(std, torch.Tensor) and not bool((std != 0).all()):
+            raise ValueError(
+                f'model.data_preprocessor.std has a zero ({std.flatten()}): '
+                'normalising would divide by zero')
+
+    def _check(self, data_batch, mode: str, batch_idx: int) -> None:
+        inputs = data_batch.get('inputs') if isinstance(data_batch,
+                                                        dict) else None
+        if isinstance(inputs, torch.Tensor):
+            inputs = [inputs]
+        for i, img in enumerate(inputs or ()):
+            if (isinstance(img, torch.Tensor) and img.is_floating_point()
+                    and img.device.type == 'cpu'
+                    and not bool(torch.isfinite(img).all())):
+                raise ValueError(
+                    f'{mode} batch {batch_idx}, image {i} (shape '
+                    f'{tuple(img.shape)}) has NaN/Inf pixel values; check '
+                    'the image files and the loading pipeline')
+
+    def before_train_iter(self, runner, batch_idx, data_batch=None) -> None:
+        self._check(data_batch, 'train', batch_idx)
+
+    def before_val_iter(self, runner, batch_idx, data_batch=None) -> None:
+        self._check(data_batch, 'val', batch_idx)
+
+    def before_test_iter(self, runner, batch_idx, data_batch=None) -> None:
+        self._check(data_batch, 'test', batch_idx)
+
+
+@HOOKS.register_module()
 class RankMeanLossHook(Hook):
     """Logs losses averaged over all ranks (mmengine logs rank 0's own), so a
     run on N processes with batch b reports the loss of its global batch N*b.
@@ -192,7 +296,8 @@ class RankMeanLossHook(Hook):
             outputs[key] = value
 
 
-FAULT_TOLERANCE_HOOKS = ('RNGStateHook', 'FiniteLossHook', 'RankMeanLossHook')
+FAULT_TOLERANCE_HOOKS = ('RNGStateHook', 'FiniteLossHook', 'FiniteInputHook',
+                         'RankMeanLossHook')
 
 
 @HOOKS.register_module()

@@ -2,11 +2,19 @@
 
     python tools/analysis_tools/benchmark_backbone.py [--arch tiny]
         [--infer-shape 800 1216] [--train-shape 512 512] [--repeats 5]
+        [--device cpu|cuda] [--infer-batch 1] [--train-batch 1]
+        [--amp-dtype bfloat16|float16]
 
 Both models carry the same weights (mapped with mmdet's own converter) and
 their outputs are compared first. Timings alternate between the two models
 and report medians; only the ratios are meant to be read (this machine is
 noisy). Ratio < 1 means mmvisattn is faster.
+
+``--amp-dtype`` adds rows for both models under autocast in that dtype,
+each against mmdet in fp32, and prints the GEMM rate (1024^3) in fp32 and
+in that dtype measured in the same run, so a kernel's speed-up can be read
+against what the hardware gives. On CUDA each row also prints
+``torch.cuda.max_memory_allocated``.
 """
 import argparse
 import statistics
@@ -30,21 +38,54 @@ def build_pair(arch):
     return ours, theirs
 
 
+DEVICE = 'cpu'
+
+
+def sync():
+    if DEVICE == 'cuda':
+        torch.cuda.synchronize()
+
+
 def timed(fn):
+    sync()
     start = time.perf_counter()
     fn()
+    sync()
     return time.perf_counter() - start
 
 
-def compare(name, ours_fn, theirs_fn, repeats):
+def peak_memory(fn):
+    """Peak CUDA memory of one call, in GiB (None on the CPU)."""
+    if DEVICE != 'cuda':
+        return None
+    torch.cuda.reset_peak_memory_stats()
+    fn()
+    sync()
+    return torch.cuda.max_memory_allocated() / 2**30
+
+
+def gemm_rate(dtype, n=1024, repeats=5):
+    a = torch.randn(n, n, device=DEVICE).to(dtype)
+    b = torch.randn(n, n, device=DEVICE).to(dtype)
+    a @ b
+    best = min(timed(lambda: a @ b) for _ in range(repeats))
+    return 2 * n**3 / best / 1e9
+
+
+def compare(name, ours_fn, theirs_fn, repeats, labels=('mmvisattn', 'mmdet')):
     ours_fn(), theirs_fn()  # warm-up once (allocator, caches)
     ours_t, theirs_t = [], []
     for _ in range(repeats):  # alternate so drift hits both alike
         ours_t.append(timed(ours_fn))
         theirs_t.append(timed(theirs_fn))
     a, b = statistics.median(ours_t), statistics.median(theirs_t)
-    print(f'{name:<38} mmvisattn {a:8.3f}s  mmdet {b:8.3f}s  '
-          f'ratio mmvisattn/mmdet {a / b:5.2f}')
+    memory = ''
+    if DEVICE == 'cuda':
+        memory = (f'  peak GiB {peak_memory(ours_fn):6.2f} / '
+                  f'{peak_memory(theirs_fn):6.2f}')
+    first, second = labels
+    print(f'{name:<52} {first} {a:8.3f}s  {second} {b:8.3f}s  '
+          f'ratio {first}/{second} {a / b:5.2f}{memory}', flush=True)
     return a / b
 
 
@@ -57,39 +98,76 @@ def main():
     parser.add_argument('--train-shape', type=int, nargs=2,
                         default=(512, 512))
     parser.add_argument('--repeats', type=int, default=5)
+    parser.add_argument('--device', default='cpu', choices=('cpu', 'cuda'))
+    parser.add_argument('--infer-batch', type=int, default=1)
+    parser.add_argument('--train-batch', type=int, default=1)
+    parser.add_argument('--amp-dtype', choices=('bfloat16', 'float16'),
+                        help='also time both models under autocast')
     args = parser.parse_args()
+    global DEVICE
+    DEVICE = args.device
     torch.manual_seed(0)
     ours, theirs = build_pair(args.arch)
+    ours, theirs = ours.to(DEVICE), theirs.to(DEVICE)
     print(f'torch {torch.__version__}, {torch.get_num_threads()} threads, '
-          f'Swin-{args.arch[0].upper()}')
+          f'Swin-{args.arch[0].upper()}, {DEVICE}'
+          + (f' ({torch.cuda.get_device_name()})' if DEVICE == 'cuda'
+             else f' (CPU capability {torch.backends.cpu.get_cpu_capability()})'))
+    amp = getattr(torch, args.amp_dtype) if args.amp_dtype else None
+    if amp is not None:
+        from mmvisattn.engine.amp import cpu_has_native_bf16
+        fp32, low = gemm_rate(torch.float32), gemm_rate(amp)
+        native = '' if DEVICE == 'cuda' else \
+            f', native bf16 instructions: {cpu_has_native_bf16()}'
+        print(f'GEMM 1024^3: fp32 {fp32:8.1f} GFLOP/s, {args.amp_dtype} '
+              f'{low:8.1f} GFLOP/s ({low / fp32:.2f}x){native}')
 
-    x = torch.randn(1, 3, *args.infer_shape)
+    def autocast(dtype):
+        return torch.autocast(DEVICE, dtype=dtype, enabled=dtype is not None)
+
+    x = torch.randn(args.infer_batch, 3, *args.infer_shape, device=DEVICE)
     ours.eval(), theirs.eval()
     with torch.no_grad():
         diff = max((a - b).abs().max().item()
                    for a, b in zip(ours(x), theirs(x)))
     print(f'max |output difference| at {tuple(x.shape)}: {diff:.2e}')
 
-    def infer(model):
+    def infer(model, dtype=None):
         def run():
-            with torch.no_grad():
+            with torch.no_grad(), autocast(dtype):
                 model(x)
         return run
 
-    compare(f'inference 1x3x{args.infer_shape[0]}x{args.infer_shape[1]}',
-            infer(ours), infer(theirs), args.repeats)
+    shape = 'x'.join(map(str, x.shape))
+    compare(f'inference {shape} fp32', infer(ours), infer(theirs),
+            args.repeats)
+    if amp is not None:
+        compare(f'inference {shape} ours {args.amp_dtype} vs mmdet fp32',
+                infer(ours, amp), infer(theirs), args.repeats)
+        compare(f'inference {shape} mmdet {args.amp_dtype} vs mmdet fp32',
+                infer(theirs, amp), infer(theirs), args.repeats,
+                labels=(f'mmdet-{args.amp_dtype}', 'mmdet'))
 
-    y = torch.randn(1, 3, *args.train_shape)
+    y = torch.randn(args.train_batch, 3, *args.train_shape, device=DEVICE)
     ours.train(), theirs.train()
 
-    def step(model):
+    def step(model, dtype=None):
         def run():
             model.zero_grad(set_to_none=True)
-            sum(o.mean() for o in model(y)).backward()
+            with autocast(dtype):
+                loss = sum(o.float().mean() for o in model(y))
+            loss.backward()
         return run
 
-    compare(f'train step 1x3x{args.train_shape[0]}x{args.train_shape[1]}',
-            step(ours), step(theirs), args.repeats)
+    shape = 'x'.join(map(str, y.shape))
+    compare(f'train step {shape} fp32', step(ours), step(theirs),
+            args.repeats)
+    if amp is not None:
+        compare(f'train step {shape} ours {args.amp_dtype} vs mmdet fp32',
+                step(ours, amp), step(theirs), args.repeats)
+        compare(f'train step {shape} mmdet {args.amp_dtype} vs mmdet fp32',
+                step(theirs, amp), step(theirs), args.repeats,
+                labels=(f'mmdet-{args.amp_dtype}', 'mmdet'))
 
 
 if __name__ == '__main__':

@@ -252,7 +252,12 @@ class TNT(BackboneBase):
                      arch['outer_heads'], mlp_ratio, qkv_bias, drop_rate,
                      attn_drop_rate, rate, legacy, se, norm_cfg)
             for rate in rates)
-        self.norm = build_norm_layer(norm_cfg, outer)[1]
+        # the final norm serves the class-token / pooled outputs only; the
+        # pyramid has its own norms, and a parameter no output uses fails
+        # DDP (find_unused_parameters=False) at the second iteration
+        self.norm = None if out_type == 'pyramid' else build_norm_layer(
+            norm_cfg, outer)[1]
+        self._register_load_state_dict_pre_hook(self._drop_unused_norm)
 
         if out_type == 'pyramid':
             self.pyramid = pyramid
@@ -275,6 +280,13 @@ class TNT(BackboneBase):
             self.pyramid_convs = ModuleList(
                 _resample(outer, c, s)
                 for c, s in zip(self.out_channels, (4, 2, 1, 0.5)))
+
+    def _drop_unused_norm(self, state_dict, prefix, *args, **kwargs):
+        """Classifier releases and pyramid checkpoints written before the
+        pyramid dropped the final norm carry ``norm.*``: nothing reads it."""
+        if self.norm is None:
+            for name in ('weight', 'bias'):
+                state_dict.pop(f'{prefix}norm.{name}', None)
 
     # ------------------------------------------------------------ weights
     def init_from_scratch(self):
@@ -326,6 +338,9 @@ class TNT(BackboneBase):
             state['sentence_pos'] = torch.cat([head, grid], 1)
         if self.cls_token is None:
             state.pop('cls_token', None)
+        if self.norm is None:  # the classifier's final norm: unused here
+            state.pop('norm.weight', None)
+            state.pop('norm.bias', None)
         return state
 
     # ------------------------------------------------------------ forward

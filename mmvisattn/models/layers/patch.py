@@ -17,16 +17,24 @@ from mmvisattn.ops import fast_linear, run_packed
 
 
 def check_images(x: torch.Tensor, in_channels: int, owner: str) -> None:
-    """Refuse what would otherwise fail deep inside a kernel or turn every
-    output into NaN: a wrong rank or channel count, or NaN/Inf pixels."""
+    """Refuse what would otherwise fail deep inside a kernel: a wrong rank or
+    channel count, or an empty batch (shape checks, free on any device).
+
+    NaN/Inf pixels are checked where that costs no device sync:
+    ``mmvisattn.FiniteInputHook`` checks each batch on the host, before the
+    data preprocessor moves it, and the preprocessor's std once. In the
+    forward the value check runs only under PyTorch's own debug switch,
+    ``torch.autograd.set_detect_anomaly(True)``, since reading a GPU
+    tensor's values in Python stalls the stream on every forward."""
     if x.dim() != 4 or x.shape[1] != in_channels:
         raise ValueError(
             f'{owner} expects images of shape (N, {in_channels}, H, W) '
             f'(in_channels={in_channels}), got {tuple(x.shape)}')
     if x.numel() == 0:
         raise ValueError(f'{owner} got an empty batch {tuple(x.shape)}')
-    # data-dependent: skipped inside torch.compile graphs (eager checks it)
-    if not torch.compiler.is_compiling() and not torch.isfinite(x).all():
+    # data-dependent: skipped inside torch.compile graphs
+    if (torch.is_anomaly_enabled() and not torch.compiler.is_compiling()
+            and not torch.isfinite(x).all()):
         raise ValueError(
             f'{owner} got NaN/Inf pixel values (shape {tuple(x.shape)}); '
             'check the image files and the data preprocessor mean/std')

@@ -342,9 +342,13 @@ class WindowAttention(SwinAttention):
                 slots = slice(s * N, e * N)
                 windows = tokens[b].index_select(
                     0, layout.gather_index[slots]).view(e - s, N, C)
+                # under autocast the attention output is half precision
+                # while the residual may be fp32 (CUDA's LayerNorm); add
+                # in the residual's dtype, as `residual + out` promotes
                 flat.index_add_(
                     0, layout.slot_to_image[slots] + b * (L + 1),
-                    self.proj_drop(attend(windows, s, e)).view(-1, C))
+                    self.proj_drop(attend(windows, s, e)).view(-1, C).to(
+                        flat.dtype))
             return out[:, :L].view(B, H, W, C)
 
         # roll + partition in one gather

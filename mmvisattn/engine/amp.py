@@ -1,0 +1,64 @@
+"""bf16 mixed precision through mmengine's optimizer-wrapper machinery, on
+any device mmengine's ``autocast`` supports, the CPU included.
+
+mmengine's ``AmpOptimWrapper`` asserts a CUDA/NPU/MLU device (its loss
+scaler is ``torch.cuda.amp.GradScaler``). bf16 keeps fp32's exponent range,
+so it needs no loss scaling: this wrapper is mmengine's plain
+``OptimWrapper`` whose ``optim_context`` adds mmengine's ``autocast`` in
+bf16. ``tools/train.py --amp`` uses it where no GPU is visible, and
+``--amp-dtype bfloat16`` could use it anywhere.
+
+bf16 pays on a CPU only where it has bf16 instructions (``avx512_bf16`` or
+AMX); elsewhere oneDNN falls back to slow reference kernels: on an
+AVX2-only CPU a bf16 Cascade Mask R-CNN step took 60x the fp32 step
+(docs/benchmarks.md). The wrapper says so when built on such a CPU.
+"""
+import logging
+from contextlib import contextmanager
+
+import torch
+import torch.nn as nn
+from mmengine.logging import print_log
+from mmengine.optim import OptimWrapper
+from mmengine.runner.amp import autocast
+
+from mmvisattn.registry import OPTIM_WRAPPERS
+from mmvisattn.setup_env import run_mmcv_ops_in_fp32_under_bf16
+
+
+def cpu_has_native_bf16() -> bool:
+    """Whether this CPU has bf16 arithmetic (``avx512_bf16`` or AMX), read
+    from /proc/cpuinfo (Linux); False where that cannot be read."""
+    try:
+        with open('/proc/cpuinfo') as f:
+            flags = f.read()
+    except OSError:
+        return False
+    return 'avx512_bf16' in flags or 'amx_bf16' in flags
+
+
+@OPTIM_WRAPPERS.register_module()
+class BF16OptimWrapper(OptimWrapper):
+    """``OptimWrapper`` that runs the forward under bf16 autocast (weights,
+    gradients and optimizer state stay fp32; no loss scaler)."""
+
+    def __init__(self, *args, dtype='bfloat16', **kwargs):
+        if dtype not in ('bfloat16', torch.bfloat16):
+            raise ValueError(
+                f'BF16OptimWrapper: dtype={dtype!r}; it runs bfloat16 only '
+                '(float16 needs a loss scaler: mmengine\'s AmpOptimWrapper, '
+                'on a GPU)')
+        super().__init__(*args, **kwargs)
+        # mmcv's kernels have no bf16 version (mmvisattn/setup_env.py, 4.)
+        run_mmcv_ops_in_fp32_under_bf16()
+        if not torch.cuda.is_available() and not cpu_has_native_bf16():
+            print_log(
+                'BF16OptimWrapper: this CPU has no bf16 instructions '
+                '(avx512_bf16/amx_bf16): bf16 runs in slow emulation, far '
+                'slower than fp32; train without --amp here',
+                logger='current', level=logging.WARNING)
+
+    @contextmanager
+    def optim_context(self, model: nn.Module):
+        with super().optim_context(model), autocast(dtype=torch.bfloat16):
+            yield

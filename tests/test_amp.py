@@ -1,0 +1,163 @@
+"""Mixed precision as users ask for it: ``tools/train.py --amp`` /
+``--amp-dtype`` and ``tools/test.py --amp`` on a CPU (bf16 through
+``mmvisattn.BF16OptimWrapper`` and mmengine's autocast), and mmcv's
+compiled ops under a bf16 autocast (they have no bf16 kernels). The CUDA
+side (fp16 ``AmpOptimWrapper``) is in test_cuda.py."""
+import importlib.util
+import json
+import os.path as osp
+import subprocess
+import sys
+
+import pytest
+import torch
+from mmengine.config import Config
+
+import mmvisattn  # noqa: F401
+from conftest import REPO, generate_shapes
+from test_distributed import _env, small_seg_config
+
+
+def _train_tool():
+    spec = importlib.util.spec_from_file_location(
+        'train_tool', osp.join(REPO, 'tools', 'train.py'))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason='the CPU choice')
+def test_amp_on_a_cpu_is_bf16_through_an_optim_wrapper():
+    tool = _train_tool()
+    cfg = Config(dict(optim_wrapper=dict(
+        type='OptimWrapper', loss_scale='dynamic',
+        optimizer=dict(type='AdamW', lr=1e-4))))
+    changes = tool.mixed_precision(cfg)
+    assert cfg.optim_wrapper.type == 'mmvisattn.BF16OptimWrapper'
+    assert 'loss_scale' not in cfg.optim_wrapper
+    assert 'bfloat16' in changes[0]
+    with pytest.raises(SystemExit, match='CPU autocast runs bfloat16 only'):
+        tool.mixed_precision(cfg, 'float16')
+
+
+def test_bf16_optim_wrapper_autocasts_the_forward():
+    """Built by mmengine's own builder from the config's name; the forward
+    under its ``optim_context`` runs in bf16, weights stay fp32."""
+    from mmengine.optim import build_optim_wrapper
+
+    from mmvisattn.registry import MODELS
+    model = MODELS.build(dict(type='SwinTransformer', embed_dims=16,
+                              depths=(1, 1, 1, 1), num_heads=(1, 1, 2, 2)))
+    wrapper = build_optim_wrapper(model, dict(
+        type='mmvisattn.BF16OptimWrapper',
+        optimizer=dict(type='AdamW', lr=1e-3)))
+    x = torch.rand(1, 3, 32, 32)
+    with wrapper.optim_context(model):
+        out = model(x)
+    assert all(o.dtype == torch.bfloat16 for o in out)
+    wrapper.update_params(sum(o.float().mean() for o in out))
+    assert all(p.dtype == torch.float32 for p in model.parameters())
+    assert model(x)[0].dtype == torch.float32  # outside: untouched
+    with pytest.raises(ValueError, match='float16 needs a loss scaler'):
+        build_optim_wrapper(model, dict(
+            type='mmvisattn.BF16OptimWrapper', dtype='float16',
+            optimizer=dict(type='AdamW', lr=1e-3)))
+
+
+def test_mmcv_ops_run_in_fp32_under_a_bf16_autocast():
+    """RoIAlign, NMS and a deformable conv have no bf16 kernels: under a
+    bf16 autocast they run in fp32 and hand bf16 back (forward and
+    backward); fp16 and no autocast reach the kernels unchanged."""
+    from mmcv.ops import DeformConv2d, nms, roi_align
+
+    from mmvisattn.setup_env import run_mmcv_ops_in_fp32_under_bf16
+    run_mmcv_ops_in_fp32_under_bf16()
+    run_mmcv_ops_in_fp32_under_bf16()  # idempotent
+    torch.manual_seed(0)
+    x = torch.rand(1, 8, 16, 16, requires_grad=True)
+    rois = torch.tensor([[0, 1., 1., 9., 12.]])
+    want = roi_align(x, rois, (7, 7), 1.0, 0)
+    with torch.autocast('cpu', dtype=torch.bfloat16):
+        feats = torch.nn.functional.conv2d(x, torch.eye(8)[..., None, None])
+        got = roi_align(feats, rois, (7, 7), 1.0, 0)
+        dconv = DeformConv2d(8, 4, 3, padding=1)
+        out = dconv(feats, torch.zeros(1, 18, 16, 16))
+    assert got.dtype == torch.bfloat16 and out.dtype == torch.bfloat16
+    torch.testing.assert_close(got.float(), want, rtol=2e-2, atol=2e-2)
+    (got.float().sum() + out.float().sum()).backward()
+    assert x.grad is not None and torch.isfinite(x.grad).all()
+    assert dconv.weight.grad.dtype == torch.float32
+    boxes = torch.tensor([[0, 0, 10, 10], [1, 1, 10, 10], [20, 20, 30, 30.]])
+    scores = torch.tensor([0.9, 0.8, 0.7])
+    with torch.autocast('cpu', dtype=torch.bfloat16):
+        _, keep = nms(boxes.bfloat16(), scores.bfloat16(), 0.5)
+    assert keep.tolist() == [0, 2]
+
+
+@pytest.fixture(scope='module')
+def seg_data(tmp_path_factory):
+    root = str(tmp_path_factory.mktemp('amp'))
+    generate_shapes(root, num_train=4, num_val=2, size=(64, 64))
+    return root
+
+
+def test_train_and_test_tools_with_amp_on_a_cpu(seg_data, tmp_path):
+    """``tools/train.py --amp`` trains 2 iterations in bf16 (the log says
+    which wrapper and why) and ``tools/test.py --amp`` evaluates in bf16."""
+    config = small_seg_config(str(tmp_path), osp.join(seg_data, 'ade'), 2,
+                              max_iters=2, probe=False, embed_dims=16)
+    work = str(tmp_path / 'work')
+    train = subprocess.run(
+        [sys.executable, 'tools/train.py', config, '--work-dir', work,
+         '--amp'], cwd=REPO, env=_env(), stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True, timeout=900)
+    assert train.returncode == 0, train.stdout[-5000:]
+    if not torch.cuda.is_available():
+        assert '--amp: optim_wrapper.type = mmvisattn.BF16OptimWrapper' \
+            in train.stdout
+    test = subprocess.run(
+        [sys.executable, 'tools/test.py', config, osp.join(work,
+                                                          'iter_2.pth'),
+         '--work-dir', work, '--amp'], cwd=REPO, env=_env(),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        timeout=900)
+    assert test.returncode == 0, test.stdout[-5000:]
+    assert 'mIoU' in test.stdout
+
+
+def test_gpu_check_script_and_the_apis_it_calls():
+    """gpu_check.sh is prepared for a GPU machine but checked here: its
+    syntax, the flags it passes to each tool, the CUDA test module it runs
+    (collected, every test present), and the benchmark's batch/autocast
+    path on the CPU at a tiny size."""
+    script = osp.join(REPO, 'tools', 'analysis_tools', 'gpu_check.sh')
+    subprocess.run(['bash', '-n', script], check=True)
+    text = open(script).read()
+    helps = {
+        tool: subprocess.run(
+            [sys.executable, tool, '--help'], cwd=REPO, check=True,
+            stdout=subprocess.PIPE, text=True).stdout
+        for tool in ('tools/analysis_tools/benchmark_backbone.py',
+                     'tools/train.py')
+    }
+    for flag in ('--device', '--infer-batch', '--train-batch',
+                 '--amp-dtype', '--infer-shape', '--train-shape'):
+        assert flag in text and flag in helps[
+            'tools/analysis_tools/benchmark_backbone.py'], flag
+    assert '--amp' in helps['tools/train.py']
+    collected = subprocess.run(
+        [sys.executable, '-m', 'pytest', 'tests/test_cuda.py',
+         '--collect-only', '-q'], cwd=REPO, stdout=subprocess.PIPE,
+        text=True)
+    assert collected.returncode == 0, collected.stdout[-3000:]
+    assert 'test_cascade_and_upernet_train_and_test_with_amp' in \
+        collected.stdout
+    bench = subprocess.run(
+        [sys.executable, 'tools/analysis_tools/benchmark_backbone.py',
+         '--infer-shape', '32', '32', '--train-shape', '32', '32',
+         '--infer-batch', '2', '--train-batch', '2', '--repeats', '1',
+         '--amp-dtype', 'bfloat16'], cwd=REPO, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True, timeout=600)
+    assert bench.returncode == 0, bench.stdout[-3000:]
+    assert 'GEMM 1024^3' in bench.stdout
+    assert 'train step 2x3x32x32 ours bfloat16 vs mmdet fp32' in bench.stdout
