@@ -33,7 +33,7 @@ def check_images(x: torch.Tensor, in_channels: int, owner: str) -> None:
     if x.numel() == 0:
         raise ValueError(f'{owner} got an empty batch {tuple(x.shape)}')
     # data-dependent: skipped inside torch.compile graphs
-    if (torch.is_anomaly_enabled() and not torch.compiler.is_compiling()
+    if (not torch.compiler.is_compiling() and torch.is_anomaly_enabled()
             and not torch.isfinite(x).all()):
         raise ValueError(
             f'{owner} got NaN/Inf pixel values (shape {tuple(x.shape)}); '
