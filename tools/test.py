@@ -19,6 +19,7 @@ from mmengine.runner import Runner
 
 import mmvisattn  # noqa: F401
 from mmvisattn.datasets.checks import check_dataloader_files
+from mmvisattn.engine.hooks import add_custom_hooks
 from mmvisattn.checkpoint import (CheckpointError, read_checkpoint,
                                   verify_checkpoint)
 # helpers the tools share (tools/tool_common.py, not part of the package)
@@ -89,11 +90,7 @@ def run(args):
         if not torch.cuda.is_available():  # bf16: see setup_env.py, 4.
             from mmvisattn.setup_env import run_mmcv_ops_in_fp32_under_bf16
             run_mmcv_ops_in_fp32_under_bf16()
-    hooks = list(cfg.get('custom_hooks') or [])
-    if not any(str(h.get('type', '')).endswith('FiniteInputHook')
-               for h in hooks):
-        hooks.append(dict(type='mmvisattn.FiniteInputHook'))
-    cfg.custom_hooks = hooks
+    add_custom_hooks(cfg, ['FiniteInputHook'])
     check_dataloader_files(cfg, 'test_dataloader', training=False)
     # a damaged file fails here, before minutes of model and data building
     checkpoint = read_checkpoint(args.checkpoint)

@@ -346,11 +346,17 @@ def fault_tolerant_training(cfg: Config) -> List[str]:
         changes.append(f'default_hooks.checkpoint: {checkpoint["type"]} -> '
                        'mmvisattn.AtomicCheckpointHook (same arguments)')
         checkpoint['type'] = 'mmvisattn.AtomicCheckpointHook'
+    changes += [f'custom_hooks: + mmvisattn.{name}'
+                for name in add_custom_hooks(cfg, FAULT_TOLERANCE_HOOKS)]
+    return changes
+
+
+def add_custom_hooks(cfg: Config, names) -> List[str]:
+    """Append ``mmvisattn.<name>`` to ``cfg.custom_hooks`` for each name
+    the config does not list yet (under any scope); returns those added."""
     custom = list(cfg.get('custom_hooks') or [])
     present = {str(h.get('type', '')).split('.')[-1] for h in custom}
-    for name in FAULT_TOLERANCE_HOOKS:
-        if name not in present:
-            custom.append(dict(type=f'mmvisattn.{name}'))
-            changes.append(f'custom_hooks: + mmvisattn.{name}')
+    added = [name for name in names if name not in present]
+    custom += [dict(type=f'mmvisattn.{name}') for name in added]
     cfg.custom_hooks = custom
-    return changes
+    return added

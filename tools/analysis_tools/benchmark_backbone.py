@@ -138,15 +138,19 @@ def main():
                 model(x)
         return run
 
-    shape = 'x'.join(map(str, x.shape))
-    compare(f'inference {shape} fp32', infer(ours), infer(theirs),
-            args.repeats)
-    if amp is not None:
-        compare(f'inference {shape} ours {args.amp_dtype} vs mmdet fp32',
-                infer(ours, amp), infer(theirs), args.repeats)
-        compare(f'inference {shape} mmdet {args.amp_dtype} vs mmdet fp32',
-                infer(theirs, amp), infer(theirs), args.repeats,
-                labels=(f'mmdet-{args.amp_dtype}', 'mmdet'))
+    def rows(kind, make, shape):
+        """fp32 ours vs mmdet, then (with --amp-dtype) each model under
+        autocast against mmdet in fp32."""
+        name = f'{kind} {"x".join(map(str, shape))}'
+        compare(f'{name} fp32', make(ours), make(theirs), args.repeats)
+        if amp is not None:
+            compare(f'{name} ours {args.amp_dtype} vs mmdet fp32',
+                    make(ours, amp), make(theirs), args.repeats)
+            compare(f'{name} mmdet {args.amp_dtype} vs mmdet fp32',
+                    make(theirs, amp), make(theirs), args.repeats,
+                    labels=(f'mmdet-{args.amp_dtype}', 'mmdet'))
+
+    rows('inference', infer, x.shape)
 
     y = torch.randn(args.train_batch, 3, *args.train_shape, device=DEVICE)
     ours.train(), theirs.train()
@@ -159,15 +163,7 @@ def main():
             loss.backward()
         return run
 
-    shape = 'x'.join(map(str, y.shape))
-    compare(f'train step {shape} fp32', step(ours), step(theirs),
-            args.repeats)
-    if amp is not None:
-        compare(f'train step {shape} ours {args.amp_dtype} vs mmdet fp32',
-                step(ours, amp), step(theirs), args.repeats)
-        compare(f'train step {shape} mmdet {args.amp_dtype} vs mmdet fp32',
-                step(theirs, amp), step(theirs), args.repeats,
-                labels=(f'mmdet-{args.amp_dtype}', 'mmdet'))
+    rows('train step', step, y.shape)
 
 
 if __name__ == '__main__':

@@ -283,7 +283,9 @@ class TNT(BackboneBase):
 
     def _drop_unused_norm(self, state_dict, prefix, *args, **kwargs):
         """Classifier releases and pyramid checkpoints written before the
-        pyramid dropped the final norm carry ``norm.*``: nothing reads it."""
+        pyramid dropped the final norm carry ``norm.*``: nothing reads it.
+        (``load_pretrained`` and ``verify_checkpoint`` apply load pre-hooks
+        too, so this one place serves every way a file is read.)"""
         if self.norm is None:
             for name in ('weight', 'bias'):
                 state_dict.pop(f'{prefix}norm.{name}', None)
@@ -338,9 +340,6 @@ class TNT(BackboneBase):
             state['sentence_pos'] = torch.cat([head, grid], 1)
         if self.cls_token is None:
             state.pop('cls_token', None)
-        if self.norm is None:  # the classifier's final norm: unused here
-            state.pop('norm.weight', None)
-            state.pop('norm.bias', None)
         return state
 
     # ------------------------------------------------------------ forward
