@@ -152,9 +152,14 @@ for argv in json.loads(sys.argv[1]):
 """
 
 
-def run_tools(*commands):
-    """Run each [tool, arg, ...] in turn; return each one's output."""
+def run_tools(*commands, python_path=None):
+    """Run each [tool, arg, ...] in turn; return each one's output.
+    ``python_path``: a folder to import more modules from (a config's
+    ``custom_imports`` of a test helper)."""
     env = dict(os.environ, OMP_NUM_THREADS='1', MKL_NUM_THREADS='1')
+    if python_path:
+        env['PYTHONPATH'] = os.pathsep.join(
+            filter(None, [python_path, env.get('PYTHONPATH')]))
     proc = subprocess.run(
         [sys.executable, '-c', _TOOL_DRIVER, json.dumps(commands)], cwd=REPO,
         env=env, timeout=900, stdout=subprocess.PIPE,

@@ -413,11 +413,20 @@ def _is_classifier(name):
 
 
 def _family(name):
+    if name in PLAIN_DECAY:
+        return 'plain'
     if name.startswith('tnt/') or 'tnt-s_shapes' in name:
         return 'tnt_cls' if _is_classifier(name) else 'tnt_dense'
     return 'swin_cls' if _is_classifier(name) else 'swin_dense'
 
 
+# configs whose recipe decays every parameter alike, with where it is from
+PLAIN_DECAY = {
+    'rswatt/retinanet_r50-rswatt-neck_fpn_1x_coco.py':
+    "mmdet's retinanet_r50_fpn_1x_coco (SGD, weight decay 1e-4 on all)",
+    'rswatt/rswatt-vit-b6-p16_1xb32-10e_cifar10-224px.py':
+    "the RSWAtt source's CIFAR-10 example (AdamW over all parameters)",
+}
 _NORMS = (nn.LayerNorm, nn.GroupNorm, nn.modules.batchnorm._BatchNorm)
 # family -> (the rule that exempts a parameter from weight decay, source)
 EXEMPT = {
@@ -436,6 +445,9 @@ EXEMPT = {
                 or any(k in n for k in ('cls_token', 'sentence_pos',
                                         'word_pos')),
                 f'{TNT}: tnt_pytorch/train.py, tnt.py no_weight_decay'),
+    # one weight decay on every parameter: PLAIN_DECAY's recipes
+    'plain': (lambda n, p, norm: False,
+              "the recipe's own optimizer: no paramwise_cfg"),
     # ours (no detection/segmentation release): ViTDet-style layer decay,
     # no decay on norms, position embeddings and the class token
     'tnt_dense': (lambda n, p, norm: norm or any(

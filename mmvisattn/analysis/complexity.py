@@ -84,7 +84,7 @@ def get_complexity(model: nn.Module,
 
     fvcore convention (all matmuls); ``model(x)`` is what is counted.
     """
-    model = model.eval()
+    model.eval()  # not chained: some backbones' train() returns None
     inputs = (torch.randn(1, *input_shape), )
     analyzer = _flop_analyzer(model, inputs)
     with torch.no_grad():
@@ -530,7 +530,7 @@ def model_complexity(model: nn.Module,
         raise ValueError(f'convention={convention!r}; choose from '
                          f'{CONVENTIONS}')
     forward = forward or dummy_forward
-    model = model.eval()
+    model.eval()  # not chained: some backbones' train() returns None
     param = next(model.parameters(), None)
     img = torch.randn(1, *input_shape,
                       dtype=param.dtype if param is not None else None,

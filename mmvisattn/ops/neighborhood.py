@@ -14,6 +14,7 @@ out (B, heads, H, W, d):
   halo), attention run chunk by chunk over tiles with a caller-supplied
   additive mask, so memory and time stay linear in the pixels.
 """
+import math
 from typing import Callable, Optional, Tuple
 
 import torch
@@ -142,7 +143,8 @@ def untile(out: torch.Tensor, tiles_hw: Tuple[int, int],
     """(B, tiles, h, T*T, d) per-tile outputs -> (B, h, H, W, d)."""
     B, _, heads, TT, d = out.shape
     (th, tw), (H, W) = tiles_hw, size
-    T = int(round(TT**0.5))
+    # int(): under fvcore's jit trace the shape entries are tensors
+    T = math.isqrt(int(TT))
     out = out.view(B, th, tw, heads, T, T, d).permute(0, 3, 1, 4, 2, 5, 6)
     return out.reshape(B, heads, th * T, tw * T, d)[:, :, :H, :W]
 

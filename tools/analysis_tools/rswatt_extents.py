@@ -13,6 +13,15 @@ that have them, plug-ins and decode heads: every
 ``ReconstructedWindowAttention`` with soft windows reports). The plot shows,
 per largest window M, the predicted window width (left + right + 1) and
 height (top + bottom + 1) as fractions of M.
+
+With ``--annotations DIR`` (label maps named as the images, 0 = background,
+as the shapes ADE set's), it also asks whether the windows follow content:
+every position's window area (width x height, as a fraction of M x M) is
+paired with the object under it (the connected region of its label,
+resized to the layer's map) and the tool prints, per checkpoint and M, the
+mean window area on objects and on background and the Spearman rank
+correlation between window area and object size (the square root of the
+object's area in the layer's pixels), and adds a row of binned plots.
 """
 import argparse
 import glob
@@ -45,6 +54,9 @@ def parse_args(argv=None):
     parser.add_argument('--max-images', type=int, default=8)
     parser.add_argument('--size', type=int, default=128,
                         help='short side of the images fed to the model')
+    parser.add_argument('--annotations',
+                        help='folder of label maps named as the images '
+                        '(0 = background): correlate windows with objects')
     parser.add_argument('--out', default='rswatt_extents.png')
     args = parser.parse_args(argv)
     if args.labels and len(args.labels) != len(args.checkpoints):
@@ -77,19 +89,45 @@ def build(cfg, scope, checkpoint):
     return model.eval()
 
 
-def collect_extents(model, images, mean, std, size):
-    """{M: (n, 4) extents in pixels} over every soft RSWAtt layer."""
+def object_sizes(label: np.ndarray) -> np.ndarray:
+    """Per pixel: the area (pixels) of the connected region of its label,
+    0 on background (label 0)."""
+    from scipy import ndimage
+    sizes = np.zeros(label.shape, np.float64)
+    for value in np.unique(label):
+        if value == 0:
+            continue
+        regions, count = ndimage.label(label == value)
+        areas = np.bincount(regions.ravel())
+        inside = regions > 0
+        sizes[inside] = areas[regions[inside]]
+    return sizes
+
+
+def collect_extents(model, images, mean, std, size, annotations=None):
+    """{M: (n, 4) extents in pixels} over every soft RSWAtt layer; with
+    ``annotations`` also {M: (n, ) object size} (the square root of the
+    object's area in the layer's pixels, 0 on background)."""
     layers = [m for m in model.modules()
               if isinstance(m, ReconstructedWindowAttention)
               and m.reconstruct == 'soft']
     if not layers:
         raise ValueError('the model has no RSWAtt layer with soft windows')
-    found = {}
+    found, objects = {}, {}
+    current = {}
 
     def record(module, args, output):
+        extents = module.last_extents  # (B, h, w, scales, 4)
+        h, w = extents.shape[1:3]
         for s, m in enumerate(module.window_sizes):
-            found.setdefault(m, []).append(
-                module.last_extents[..., s, :].reshape(-1, 4))
+            found.setdefault(m, []).append(extents[..., s, :].reshape(-1, 4))
+            if 'sizes' in current:
+                area = mmcv.imresize(current['sizes'], (w, h),
+                                     interpolation='nearest')
+                # in the layer's pixels: the map is (h, w) of the image's
+                scale = h * w / current['sizes'].size
+                objects.setdefault(m, []).append(
+                    torch.from_numpy(np.sqrt(area * scale)).reshape(-1))
 
     handles = [layer.register_forward_hook(record) for layer in layers]
     for layer in layers:
@@ -98,7 +136,19 @@ def collect_extents(model, images, mean, std, size):
         with torch.no_grad():
             for path in images:
                 img = mmcv.imread(path, channel_order='rgb')
-                img = mmcv.imrescale(img, size / min(img.shape[:2]))
+                factor = size / min(img.shape[:2])
+                img = mmcv.imrescale(img, factor)
+                if annotations is not None:
+                    label = mmcv.imread(osp.join(annotations,
+                                                 osp.basename(path)),
+                                        'unchanged')
+                    if label is None:
+                        raise FileNotFoundError(
+                            f'--annotations: no label map '
+                            f'{osp.basename(path)} in {annotations}')
+                    label = mmcv.imrescale(label, factor,
+                                           interpolation='nearest')
+                    current['sizes'] = object_sizes(label)
                 x = torch.from_numpy(img).permute(2, 0, 1).float()[None]
                 x = (x - mean) / std
                 feats = model.extract_feat(x) if hasattr(
@@ -109,7 +159,30 @@ def collect_extents(model, images, mean, std, size):
         for layer, handle in zip(layers, handles):
             layer.record_extents = False
             handle.remove()
-    return {m: torch.cat(v).numpy() for m, v in found.items()}
+    extents = {m: torch.cat(v).numpy() for m, v in found.items()}
+    if annotations is None:
+        return extents, None
+    return extents, {m: torch.cat(v).numpy() for m, v in objects.items()}
+
+
+def spearman(a: np.ndarray, b: np.ndarray) -> float:
+    """Rank correlation (average ranks for ties)."""
+    from scipy.stats import spearmanr
+    if a.std() == 0 or b.std() == 0:
+        return float('nan')
+    return float(spearmanr(a, b).statistic)
+
+
+def follow_content(extents, sizes, m):
+    """Window area fraction, and its summary against the objects."""
+    ext = extents[m]
+    area = (ext[:, 0] + ext[:, 1] + 1) * (ext[:, 2] + ext[:, 3] + 1) / m**2
+    fg = sizes[m] > 0
+    return area, dict(
+        fg=float(area[fg].mean()) if fg.any() else float('nan'),
+        bg=float(area[~fg].mean()) if (~fg).any() else float('nan'),
+        rho=spearman(area[fg], sizes[m][fg]) if fg.sum() > 2 else
+        float('nan'))
 
 
 def main(argv=None):
@@ -121,22 +194,31 @@ def main(argv=None):
     std = torch.tensor(pre.get('std', [1., 1., 1.])).view(1, 3, 1, 1)
     images = image_files(args.images, args.max_images)
     labels = args.labels or args.checkpoints
-    results = {}
+    results, objects = {}, {}
     for label, ckpt in zip(labels, args.checkpoints):
         model = build(cfg, scope, ckpt)
-        results[label] = collect_extents(model, images, mean, std, args.size)
+        results[label], objects[label] = collect_extents(
+            model, images, mean, std, args.size, args.annotations)
         for m, ext in sorted(results[label].items()):
             width = (ext[:, 0] + ext[:, 1] + 1) / m
             height = (ext[:, 2] + ext[:, 3] + 1) / m
             print(f'{label}: largest window {m}: width/M mean {width.mean():.3f}'
                   f' std {width.std():.3f}, height/M mean {height.mean():.3f}'
                   f' std {height.std():.3f} over {len(ext)} positions')
+            if objects[label] is not None:
+                _, summary = follow_content(results[label], objects[label], m)
+                print(f'{label}: largest window {m}: window area / M^2 on '
+                      f'objects {summary["fg"]:.3f}, on background '
+                      f'{summary["bg"]:.3f}; Spearman rho(area, object '
+                      f'size) {summary["rho"]:+.3f}')
 
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
     sizes = sorted(next(iter(results.values())))
-    fig, axes = plt.subplots(len(sizes), 2, figsize=(9, 3 * len(sizes)),
+    columns = 2 if args.annotations is None else 3
+    fig, axes = plt.subplots(len(sizes), columns,
+                             figsize=(4.5 * columns, 3 * len(sizes)),
                              squeeze=False)
     for row, m in enumerate(sizes):
         for col, (name, sides) in enumerate((('width', (0, 1)),
@@ -156,6 +238,26 @@ def main(argv=None):
             ax.set_title(f'largest window {m}: predicted {name} / {m}')
             ax.set_ylabel('positions')
             ax.legend()
+        if args.annotations is not None:
+            ax = axes[row][2]
+            for label in results:
+                area, summary = follow_content(results[label],
+                                               objects[label], m)
+                size = objects[label][m]
+                edges = np.unique(np.quantile(size[size > 0],
+                                              np.linspace(0, 1, 7)))
+                centres, means = [0.], [summary['bg']]
+                for lo, hi in zip(edges[:-1], edges[1:]):
+                    inside = (size >= lo) & (size <= hi) & (size > 0)
+                    if inside.any():
+                        centres.append(size[inside].mean())
+                        means.append(area[inside].mean())
+                ax.plot(centres, means, 'o-',
+                        label=f'{label} (rho {summary["rho"]:+.2f})')
+            ax.set_title(f'largest window {m}: window area vs object')
+            ax.set_xlabel('object size (sqrt area, layer px; 0 = bg)')
+            ax.set_ylabel(f'mean window area / {m}x{m}')
+            ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(args.out, dpi=80)
     print(f'saved {args.out} ({len(images)} images, '

@@ -1,5 +1,5 @@
-from .rswatt import RSWAttTransformer
+from .rswatt import RSWAttTransformer, RSWAttViT
 from .swin import SwinTransformer
 from .tnt import TNT
 
-__all__ = ['SwinTransformer', 'TNT', 'RSWAttTransformer']
+__all__ = ['SwinTransformer', 'TNT', 'RSWAttTransformer', 'RSWAttViT']

@@ -1,5 +1,6 @@
 from .corner_pool import CornerPoolBlock
 from .patch import PatchEmbed, PatchMerging
+from .position import PixelPositionEncoding
 from .rswatt import ReconstructedWindowAttention, RSWAttBlock
 from .transformer import MultiheadSelfAttention, TransformerLayer
 from .window_msa import (GlobalAttention, HaloSlidingWindowAttention,
@@ -12,5 +13,6 @@ __all__ = [
     'WindowAttention', 'SlidingWindowAttention',
     'HaloSlidingWindowAttention', 'PerformerAttention', 'GlobalAttention',
     'build_swin_attention', 'SwinBlock', 'MultiheadSelfAttention',
-    'TransformerLayer', 'ReconstructedWindowAttention', 'RSWAttBlock'
+    'TransformerLayer', 'ReconstructedWindowAttention', 'RSWAttBlock',
+    'PixelPositionEncoding'
 ]
