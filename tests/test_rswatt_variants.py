@@ -390,3 +390,28 @@ def test_vit_benchmark_prints_both_models_and_the_ratios(capsys):
     assert re.search(r'\| mmpretrain ViT, same size, global attention '
                      r'\(peer\) \| 5\.[\d]M \|', out), out
     assert re.search(r'per round: [\d.]+, [\d.]+; median [\d.]+', out), out
+
+
+@pytest.mark.parametrize('predictor', PREDICTORS)
+def test_variants_under_inference_mode_and_bf16_autocast(predictor):
+    """Every predictor and both fusions in the modes a model meets: train
+    with bf16 autocast (finite gradients), eval under inference_mode (the
+    same result as under no_grad), then training again."""
+    model = RSWAttViT(dict(embed_dims=32, depth=2, num_heads=2),
+                      img_size=32, window_sizes=(2, 4),
+                      attn_cfg=dict(predictor=predictor, fusion='concat'))
+    model.init_weights()
+    x = torch.randn(2, 3, 48, 32)
+    with torch.autocast('cpu', dtype=torch.bfloat16):
+        (cls, ) = model(x)
+    cls.float().pow(2).sum().backward()
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    assert grads and all(torch.isfinite(g).all() for g in grads)
+    model.eval()
+    with torch.inference_mode():
+        (a, ) = model(x)
+    with torch.no_grad():
+        (b, ) = model(x)
+    assert torch.equal(a, b)
+    model.train()
+    model(x)[0].sum().backward()  # no inference tensors left behind

@@ -45,6 +45,12 @@
     the step. A "(>=)" mark means the peak could not be reset and the
     process's earlier high-water mark hid the step's peak: a lower bound.
 
+``--mode memory --large H W [--large-variants]``: only the large-image
+memory probes of ``--large`` (below), for the RSWAtt-T backbone and, with
+``--large-variants``, for each of its layer variants (fixed windows, the
+concat fusion over 4/8/16, the offset predictor, the enhanced anchors): peak
+memory at 1/2, 3/4 and all of H x W, and the fitted exponent.
+
 ``--mode scaling`` (part of ``all``): one stage-1 layer (C=96, 3 heads,
 (s/4)^2 tokens) for input sizes s = ``--sizes`` (default 256..768) with
 cyclic shifted windows, the blocked sliding-window kernel, RSWAtt
@@ -355,9 +361,11 @@ def memory_probe(which, kind, shape, arch, device):
     """Run in a fresh subprocess: peak MB of one step of one model."""
     torch.manual_seed(0)
     zoo = SwinTransformer.arch_zoo[arch]
-    if which == 'rswatt':
+    if which.startswith('rswatt'):
         from mmvisattn.models.backbones import RSWAttTransformer
-        model = RSWAttTransformer(arch=arch, drop_path_rate=0.)
+        sizes, attn_cfg = RSWATT_MEMORY_VARIANTS[which]
+        model = RSWAttTransformer(arch=arch, drop_path_rate=0.,
+                                  window_sizes=sizes, attn_cfg=attn_cfg)
         model.init_weights()
     elif which == 'ours':
         model = SwinTransformer(arch=arch, drop_path_rate=0.)
@@ -400,6 +408,17 @@ def memory_probe(which, kind, shape, arch, device):
         high_after = proc_status_mb('VmHWM')
         peak, exact = high_after - base, reset or high_after > high_before
     print(json.dumps(dict(peak_mb=peak, exact=exact)))
+
+
+# the RSWAtt-T backbone's layer variants measured by --large (name ->
+# window sizes, attn_cfg): ours, and the source's forms
+RSWATT_MEMORY_VARIANTS = {
+    'rswatt': ((5, 9), None),
+    'rswatt-fixed': ((5, 9), dict(adaptive=False)),
+    'rswatt-concat-4-8-16': ((4, 8, 16), dict(fusion='concat')),
+    'rswatt-offsets': ((5, 9), dict(predictor='offsets')),
+    'rswatt-enhanced-anchors': ((5, 9), dict(predictor='enhanced_anchors')),
+}
 
 
 def probe_memory(which, kind, shape, arch, device):
@@ -573,6 +592,22 @@ def large_image(args, device):
         ram_gb = int(next(line for line in f
                           if line.startswith('MemTotal')).split()[1]) / 2**20
     mark = '' if probe['exact'] else ' (>=)'
+    if args.large_variants:
+        print('\nlarge image, RSWAtt-T backbone per layer variant, '
+              'inference, peak memory (fresh process each):')
+        for which in RSWATT_MEMORY_VARIANTS:
+            if which == 'rswatt':
+                found = probes
+            else:
+                found = [probe_memory(which, 'infer', s, 'tiny', device)
+                         for s in shapes]
+            b = fit_exponent([a * c for a, c in shapes],
+                             [p['peak_mb'] for p in found])
+            marks = ['' if p['exact'] else ' (>=)' for p in found]
+            print(f'  {which:<26}' + ', '.join(
+                f'{a}x{c}: {p["peak_mb"]:.0f} MB{m}'
+                for (a, c), p, m in zip(shapes, found, marks))
+                + f'; memory ~ pixels^{b:.2f}')
     print(f'\nlarge image: RSWAtt-T backbone, 1x3x{h}x{w}, inference: peak '
           f'{probe["peak_mb"]:.0f} MB{mark}; one global-attention layer at '
           f'stage 1 ({tokens} tokens, {heads} heads) needs {global_gb:.1f} '
@@ -589,7 +624,7 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     parser.add_argument('--mode', default='all',
-                        choices=('table', 'scaling', 'all'))
+                        choices=('table', 'scaling', 'memory', 'all'))
     parser.add_argument('--device', choices=('cpu', 'cuda'), default=None,
                         help='default: cuda if available, else cpu')
     parser.add_argument('--repeats', type=int, default=5)
@@ -614,6 +649,10 @@ def parse_args(argv=None):
                         help='scaling mode: also run the RSWAtt-T backbone '
                         'on one HxW image (e.g. 1024 1024) and compare its '
                         'peak memory with global attention\'s logits')
+    parser.add_argument('--large-variants', action='store_true',
+                        help='with --large: the same memory probes for '
+                        'each RSWAtt layer variant (fixed windows, concat '
+                        'fusion 4/8/16, offset predictor, enhanced anchors)')
     parser.add_argument('--global-limit', type=float, default=20.,
                         help='seconds; slower global runs are dropped')
     parser.add_argument('--threads', type=int, default=None,
@@ -660,6 +699,10 @@ def main():
         fast_path(args, device)
     if args.mode in ('scaling', 'all'):
         scaling(args, device)
+    if args.mode == 'memory':  # the --large probes alone
+        if not args.large:
+            raise SystemExit('--mode memory needs --large H W')
+        large_image(args, device)
     print(f'\ntotal wall time {time.perf_counter() - start:.0f} s; read the '
           'ratios, not the seconds')
 

@@ -32,7 +32,7 @@ import sys
 import mmcv
 import numpy as np
 import torch
-from mmengine.config import Config
+from mmengine.config import Config, DictAction
 from mmengine.registry import DefaultScope
 from mmengine.runner import load_checkpoint
 
@@ -58,6 +58,10 @@ def parse_args(argv=None):
                         help='folder of label maps named as the images '
                         '(0 = background): correlate windows with objects')
     parser.add_argument('--out', default='rswatt_extents.png')
+    parser.add_argument('--cfg-options', nargs='+', action=DictAction,
+                        help='override config entries, as tools/train.py '
+                        "(e.g. the layer options a checkpoint was trained "
+                        'with)')
     args = parser.parse_args(argv)
     if args.labels and len(args.labels) != len(args.checkpoints):
         parser.error('give one --labels entry per checkpoint')
@@ -188,6 +192,8 @@ def follow_content(extents, sizes, m):
 def main(argv=None):
     args = parse_args(argv)
     cfg = Config.fromfile(args.config)
+    if args.cfg_options:
+        cfg.merge_from_dict(args.cfg_options)
     scope = config_scope(cfg, args.config)
     pre = cfg.model.get('data_preprocessor', {})
     mean = torch.tensor(pre.get('mean', [0., 0., 0.])).view(1, 3, 1, 1)
