@@ -1,14 +1,9 @@
 # The RSWAtt source's segmentation decoder (mmvisattn.RSWAttHead) on the
-# RSWAtt-T backbone: rswatt-head_swin-t-p4-w7 (the UperNet Swin-T ADE20K
-# recipe with that decoder) with upernet_rswatt-t's backbone.
-_base_ = './rswatt-head_swin-t-p4-w7_8xb2-160k_ade20k-512x512.py'
+# RSWAtt-T backbone: upernet_rswatt-t (the UperNet Swin-T ADE20K recipe with
+# the RSWAtt-T backbone) with that decoder in place of UperNet's head.
+_base_ = [
+    './upernet_rswatt-t_8xb2-160k_ade20k-512x512.py',
+    '../_base_/models/rswatt_decode_head.py',
+]
 
-model = dict(
-    backbone=dict(
-        _delete_=True,
-        type='mmvisattn.RSWAttTransformer',
-        arch='tiny',
-        window_sizes=(5, 9),
-        drop_path_rate=0.3,
-        out_indices=(0, 1, 2, 3),
-        init_cfg=None))
+model = dict(decode_head=dict(_base_.rswatt_decode_head, _delete_=True))
