@@ -123,15 +123,16 @@ def collect_extents(model, images, mean, std, size, annotations=None):
     def record(module, args, output):
         extents = module.last_extents  # (B, h, w, scales, 4)
         h, w = extents.shape[1:3]
+        if 'sizes' in current:
+            area = mmcv.imresize(current['sizes'], (w, h),
+                                 interpolation='nearest')
+            # in the layer's pixels: the map is (h, w) of the image's
+            scale = h * w / current['sizes'].size
+            size = torch.from_numpy(np.sqrt(area * scale)).reshape(-1)
         for s, m in enumerate(module.window_sizes):
             found.setdefault(m, []).append(extents[..., s, :].reshape(-1, 4))
             if 'sizes' in current:
-                area = mmcv.imresize(current['sizes'], (w, h),
-                                     interpolation='nearest')
-                # in the layer's pixels: the map is (h, w) of the image's
-                scale = h * w / current['sizes'].size
-                objects.setdefault(m, []).append(
-                    torch.from_numpy(np.sqrt(area * scale)).reshape(-1))
+                objects.setdefault(m, []).append(size)
 
     handles = [layer.register_forward_hook(record) for layer in layers]
     for layer in layers:
@@ -200,19 +201,23 @@ def main(argv=None):
     std = torch.tensor(pre.get('std', [1., 1., 1.])).view(1, 3, 1, 1)
     images = image_files(args.images, args.max_images)
     labels = args.labels or args.checkpoints
-    results, objects = {}, {}
+    results, objects, follow = {}, {}, {}
     for label, ckpt in zip(labels, args.checkpoints):
         model = build(cfg, scope, ckpt)
         results[label], objects[label] = collect_extents(
             model, images, mean, std, args.size, args.annotations)
+        if objects[label] is not None:
+            follow[label] = {m: follow_content(results[label],
+                                               objects[label], m)
+                             for m in results[label]}
         for m, ext in sorted(results[label].items()):
             width = (ext[:, 0] + ext[:, 1] + 1) / m
             height = (ext[:, 2] + ext[:, 3] + 1) / m
             print(f'{label}: largest window {m}: width/M mean {width.mean():.3f}'
                   f' std {width.std():.3f}, height/M mean {height.mean():.3f}'
                   f' std {height.std():.3f} over {len(ext)} positions')
-            if objects[label] is not None:
-                _, summary = follow_content(results[label], objects[label], m)
+            if label in follow:
+                _, summary = follow[label][m]
                 print(f'{label}: largest window {m}: window area / M^2 on '
                       f'objects {summary["fg"]:.3f}, on background '
                       f'{summary["bg"]:.3f}; Spearman rho(area, object '
@@ -247,8 +252,7 @@ def main(argv=None):
         if args.annotations is not None:
             ax = axes[row][2]
             for label in results:
-                area, summary = follow_content(results[label],
-                                               objects[label], m)
+                area, summary = follow[label][m]
                 size = objects[label][m]
                 edges = np.unique(np.quantile(size[size > 0],
                                               np.linspace(0, 1, 7)))

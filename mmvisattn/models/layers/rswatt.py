@@ -26,7 +26,7 @@ from mmcv.cnn.bricks.drop import build_dropout
 from mmengine.model import BaseModule
 from mmengine.model.weight_init import trunc_normal_
 
-from mmvisattn.ops import (reconstructed_window_attention,
+from mmvisattn.ops import (attend, reconstructed_window_attention,
                            reweighted_window_attention,
                            sliding_relative_index,
                            sliding_window_attention_blocked)
@@ -64,8 +64,11 @@ class ReconstructedWindowAttention(BaseModule):
             clamped to the scale's window); ``'anchors'`` (softmax mixture
             of ``anchors``, 4 fixed windows by default); or
             ``'enhanced_anchors'`` (the source's enhanced reconstructor:
-            8 anchor windows, each rescaled per pixel by its own predicted
-            parameters, then mixed).
+            ``anchors``, 8 windows by default, each rescaled per pixel by
+            its own predicted parameters, then mixed).
+        anchors (sequence): anchor windows (left, right, top, bottom as
+            fractions of the largest); None: DEFAULT_ANCHORS for
+            ``'anchors'``, ENHANCED_ANCHORS for ``'enhanced_anchors'``.
         init_extent (float): the starting window, as a fraction of the
             largest (the predictor's bias).
         predictor_gain (float): the linear predictors' outputs are
@@ -98,7 +101,7 @@ class ReconstructedWindowAttention(BaseModule):
                  window_sizes: Sequence[int] = (5, 9),
                  temperature: float = 0.5,
                  predictor: str = 'direct',
-                 anchors: Sequence[Sequence[float]] = DEFAULT_ANCHORS,
+                 anchors: Optional[Sequence[Sequence[float]]] = None,
                  init_extent: float = 0.75,
                  predictor_gain: float = 10.,
                  qkv_bias: bool = True,
@@ -183,9 +186,9 @@ class ReconstructedWindowAttention(BaseModule):
         of each anchor ('anchors'), or per anchor its weight and 4 scales
         ('enhanced_anchors')."""
         if self.predictor in ('anchors', 'enhanced_anchors'):
-            if self.predictor == 'enhanced_anchors' and \
-                    anchors is DEFAULT_ANCHORS:
-                anchors = ENHANCED_ANCHORS
+            if anchors is None:
+                anchors = DEFAULT_ANCHORS if self.predictor == 'anchors' \
+                    else ENHANCED_ANCHORS
             self.register_buffer('anchors', torch.tensor(anchors).float(),
                                  persistent=False)
         if self.predictor == 'offsets':
@@ -266,6 +269,9 @@ class ReconstructedWindowAttention(BaseModule):
         returned then, extents last when asked for."""
         B, H, W, C = x.shape
         heads = self.num_heads
+        if global_tokens is not None and self.reconstruct != 'soft':
+            raise ValueError("global tokens need reconstruct='soft' (the "
+                             'mlp reconstruction has a convolutional qkv)')
         if self.reconstruct == 'mlp':
             qkv = self.qkv(x.permute(0, 3, 1, 2)).permute(0, 2, 3, 1)
             extents = None
@@ -316,17 +322,13 @@ class ReconstructedWindowAttention(BaseModule):
                         v: torch.Tensor) -> torch.Tensor:
         """Global tokens (B, n, C) over themselves and every pixel's key
         (k, v: (B, heads, H, W, d)); every scale sees the same result."""
-        if self.reconstruct != 'soft':
-            raise ValueError("global tokens need reconstruct='soft' (the "
-                             'mlp reconstruction has a convolutional qkv)')
         B, n, C = tokens.shape
         heads = self.num_heads
         qg, kg, vg = self.qkv(tokens).view(B, n, 3, heads, C // heads).permute(
             2, 0, 3, 1, 4).unbind(0)  # (B, heads, n, d)
         keys = torch.cat([kg, k.flatten(2, 3)], 2)
         values = torch.cat([vg, v.flatten(2, 3)], 2)
-        out = F.scaled_dot_product_attention(qg, keys, values)
-        out = out.transpose(1, 2).reshape(B, n, C)
+        out = attend(qg, keys, values).transpose(1, 2).reshape(B, n, C)
         if self.fusion == 'concat':
             out = self.fuse(tokens, [out] * len(self.window_sizes))
         # a gate sums to one over the identical per-scale outputs
