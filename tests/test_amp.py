@@ -4,7 +4,6 @@
 compiled ops under a bf16 autocast (they have no bf16 kernels). The CUDA
 side (fp16 ``AmpOptimWrapper``) is in test_cuda.py."""
 import importlib.util
-import json
 import os.path as osp
 import subprocess
 import sys
@@ -14,8 +13,8 @@ import torch
 from mmengine.config import Config
 
 import mmvisattn  # noqa: F401
-from conftest import REPO, generate_shapes
-from test_distributed import _env, small_seg_config
+from helpers import REPO, generate_shapes
+from helpers.seg_config import small_seg_config, tool_env
 
 
 def _train_tool():
@@ -101,6 +100,7 @@ def seg_data(tmp_path_factory):
     return root
 
 
+@pytest.mark.slow
 def test_train_and_test_tools_with_amp_on_a_cpu(seg_data, tmp_path):
     """``tools/train.py --amp`` trains 2 iterations in bf16 (the log says
     which wrapper and why) and ``tools/test.py --amp`` evaluates in bf16."""
@@ -109,7 +109,7 @@ def test_train_and_test_tools_with_amp_on_a_cpu(seg_data, tmp_path):
     work = str(tmp_path / 'work')
     train = subprocess.run(
         [sys.executable, 'tools/train.py', config, '--work-dir', work,
-         '--amp'], cwd=REPO, env=_env(), stdout=subprocess.PIPE,
+         '--amp'], cwd=REPO, env=tool_env(), stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True, timeout=900)
     assert train.returncode == 0, train.stdout[-5000:]
     if not torch.cuda.is_available():
@@ -118,13 +118,14 @@ def test_train_and_test_tools_with_amp_on_a_cpu(seg_data, tmp_path):
     test = subprocess.run(
         [sys.executable, 'tools/test.py', config, osp.join(work,
                                                           'iter_2.pth'),
-         '--work-dir', work, '--amp'], cwd=REPO, env=_env(),
+         '--work-dir', work, '--amp'], cwd=REPO, env=tool_env(),
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         timeout=900)
     assert test.returncode == 0, test.stdout[-5000:]
     assert 'mIoU' in test.stdout
 
 
+@pytest.mark.slow
 def test_gpu_check_script_and_the_apis_it_calls():
     """gpu_check.sh is prepared for a GPU machine but checked here: its
     syntax, the flags it passes to each tool, the CUDA test module it runs

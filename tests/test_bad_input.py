@@ -15,10 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import mmvisattn  # noqa: F401
-from conftest import REPO, default_scope_guard, generate_shapes
+from helpers import REPO, default_scope_guard, generate_shapes
 from mmvisattn.datasets.checks import check_dataloader_files
 from mmvisattn.registry import MODELS
-from test_distributed import _env, small_seg_config
+from helpers.seg_config import small_seg_config, tool_env
 
 DET_DEMO = osp.join(REPO, 'configs', 'demo',
                     'cascade-mask-rcnn_swin-t_shapes.py')
@@ -294,6 +294,7 @@ def test_boxes_outside_the_image(shapes):
     assert (boxes[:, 0] >= 0).all() and (boxes[:, 1] >= 0).all()
 
 
+@pytest.mark.slow
 def test_non_finite_loss_stops_training_before_a_checkpoint(shapes, tmp_path):
     """An absurd learning rate: the run stops at the first NaN/Inf loss with
     the iteration and the last complete checkpoint named; no checkpoint of
@@ -305,7 +306,7 @@ def test_non_finite_loss_stops_training_before_a_checkpoint(shapes, tmp_path):
     proc = subprocess.run(
         [sys.executable, 'tools/train.py', config, '--work-dir', work,
          '--cfg-options', 'optim_wrapper.optimizer.lr=1e30'],
-        cwd=REPO, env=_env(), stdout=subprocess.PIPE,
+        cwd=REPO, env=tool_env(), stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True, timeout=600)
     assert proc.returncode != 0
     message = [l for l in proc.stdout.splitlines()
@@ -326,11 +327,12 @@ def test_non_finite_loss_stops_training_before_a_checkpoint(shapes, tmp_path):
      'in the'),
     ('model.backbone.arch=tinny', "'tinny'"),
 ])
+@pytest.mark.slow
 def test_misspelt_backbone_keys_are_named(shapes, tmp_path, override, named):
     proc = subprocess.run(
         [sys.executable, 'tools/train.py', SEG_DEMO, '--work-dir',
          str(tmp_path), '--cfg-options',
          f'train_dataloader.dataset.data_root={shapes}/ade/', override],
-        cwd=REPO, env=_env(), capture_output=True, text=True, timeout=600)
+        cwd=REPO, env=tool_env(), capture_output=True, text=True, timeout=600)
     assert proc.returncode != 0
     assert named in proc.stderr.strip().splitlines()[-1], proc.stderr[-2000:]

@@ -14,13 +14,16 @@ import pytest
 import torch
 
 import mmvisattn  # noqa: F401
-from conftest import REPO, generate_shapes
+from helpers import REPO, generate_shapes
 from mmvisattn.registry import MODELS
-from test_modes import AUTOCAST_BACKBONES
+from helpers.backbones import AUTOCAST_BACKBONES
 
-pytestmark = pytest.mark.skipif(
-    not torch.cuda.is_available(),
-    reason='needs a CUDA GPU (none visible); gpu_check.sh runs it on one')
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(
+        not torch.cuda.is_available(),
+        reason='needs a CUDA GPU (none visible); gpu_check.sh runs it on one'),
+]
 
 VARIANTS = {
     **AUTOCAST_BACKBONES,
@@ -170,6 +173,7 @@ def _tool(*args):
     return proc.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('amp_dtype', ['float16', 'bfloat16'])
 def test_cascade_and_upernet_train_and_test_with_amp(shapes, tmp_path,
                                                      amp_dtype):

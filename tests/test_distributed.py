@@ -13,11 +13,12 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from conftest import REPO, generate_shapes
+from helpers import HELPERS, REPO, generate_shapes
+from helpers.seg_config import ITERS, small_seg_config, tool_env
 
-HELPERS = osp.join(REPO, 'tests', 'helpers')
-SEG_DEMO = osp.join(REPO, 'configs', 'demo', 'upernet_swin-t_shapes-ade.py')
-ITERS = 4
+# Every test here starts processes, most of them several.
+pytestmark = [pytest.mark.slow, pytest.mark.dist]
+
 # Per-iteration losses of 2 processes x batch 1 (logged as the rank mean)
 # against 1 process x batch 2, same images in the same order, no random
 # augmentation, drop path or dropout, SyncBN: equal up to float summation
@@ -26,68 +27,12 @@ ITERS = 4
 LOSS_ATOL = 1.5e-4
 
 
-def _env(**extra):
-    return dict(
-        os.environ,
-        OMP_NUM_THREADS='1',
-        MKL_NUM_THREADS='1',
-        PYTHONPATH=os.pathsep.join([REPO, HELPERS,
-                                    os.environ.get('PYTHONPATH', '')]),
-        PORT=str(29700 + os.getpid() % 200),
-        **extra)
-
-
 def run(cmd, env=None, timeout=900):
-    proc = subprocess.run(cmd, cwd=REPO, env=env or _env(), timeout=timeout,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True)
+    proc = subprocess.run(cmd, cwd=REPO, env=env or tool_env(),
+                          timeout=timeout, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True)
     assert proc.returncode == 0, proc.stdout[-6000:]
     return proc.stdout
-
-
-def small_seg_config(folder, data_root, batch_size, max_iters=ITERS,
-                     probe=True, drop_path=0.0, embed_dims=32, interval=2,
-                     max_keep=2, flip=False, name=None):
-    """UperNet on a narrow Swin at 64x64 with no random augmentation, drop
-    path or dropout, so that runs differing only in their process layout see the same
-    arithmetic."""
-    path = osp.join(folder, name or f'seg_b{batch_size}.py')
-    dims = [embed_dims * 2**i for i in range(4)]
-    flip_step = "\n    dict(type='RandomFlip', prob=0.5)," if flip else ''
-
-    imports = ['mmvisattn'] + (['dist_probe'] if probe else [])
-    with open(path, 'w') as f:
-        f.write(f'''
-_base_ = {SEG_DEMO!r}
-custom_imports = dict(imports={imports!r}, allow_failed_imports=False)
-crop_size = (64, 64)
-model = dict(
-    data_preprocessor=dict(size=crop_size),
-    backbone=dict(embed_dims={embed_dims}, depths=(1, 1, 2, 1),
-                  num_heads=(1, 2, 4, 8), drop_path_rate={drop_path}),
-    decode_head=dict(in_channels={dims}, channels=32, dropout_ratio=0.0),
-    auxiliary_head=dict(in_channels={dims[2]}, channels=16,
-                        dropout_ratio=0.0))
-pipeline = [
-    dict(type='LoadImageFromFile'),
-    dict(type='LoadAnnotations', reduce_zero_label=True),
-    dict(type='Resize', scale=crop_size, keep_ratio=False),{flip_step}
-    dict(type='PackSegInputs')
-]
-train_dataloader = dict(
-    batch_size={batch_size},
-    sampler=dict(type='InfiniteSampler', shuffle=False),
-    dataset=dict(data_root={data_root!r}, pipeline=pipeline))
-test_dataloader = dict(dataset=dict(data_root={data_root!r}, pipeline=pipeline))
-train_cfg = dict(max_iters={max_iters})
-param_scheduler = [dict(type='ConstantLR', factor=1.0, by_epoch=False)]
-default_hooks = dict(
-    logger=dict(interval=1),
-    checkpoint=dict(interval={interval}, max_keep_ckpts={max_keep}))
-custom_hooks = {"[dict(type='RankProbeHook')]" if probe else '[]'}
-randomness = dict(seed=0, deterministic=True)
-''')
-    return path
 
 
 def logged_losses(output):
@@ -266,7 +211,7 @@ rc=0; for p in "${pids[@]}"; do wait $p || rc=1; done; exit $rc
     config = small_seg_config(str(tmp_path), shapes, 1, max_iters=2,
                               probe=False)
     work = str(tmp_path / 'work')
-    env = _env(GPUS='2', GPUS_PER_NODE='0', CPUS_PER_TASK='1',
+    env = tool_env(GPUS='2', GPUS_PER_NODE='0', CPUS_PER_TASK='1',
                PATH=f'{bin_dir}{os.pathsep}{os.environ["PATH"]}')
     env['MASTER_PORT'] = env.pop('PORT')
     out = run(['bash', 'tools/slurm_train.sh', 'cpu', 'job', config, work],

@@ -14,10 +14,10 @@ import time
 import pytest
 import torch
 
-from conftest import REPO, generate_shapes
+from helpers import REPO, generate_shapes
 from mmvisattn.checkpoint import (CheckpointError, latest_complete_checkpoint,
                                   read_checkpoint)
-from test_distributed import _env, small_seg_config
+from helpers.seg_config import small_seg_config, tool_env
 
 ITERS = 12
 
@@ -38,13 +38,14 @@ def setup(tmp_path_factory):
     reference = osp.join(folder, 'reference')
     proc = subprocess.run(
         [sys.executable, 'tools/train.py', config, '--work-dir', reference],
-        cwd=REPO, env=_env(), stdout=subprocess.PIPE,
+        cwd=REPO, env=tool_env(), stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-5000:]
     return dict(folder=folder, config=config, reference=reference,
                 log=proc.stdout)
 
 
+@pytest.mark.slow
 def test_train_tool_says_which_hooks_it_adds_and_prints_no_false_alarm(
         setup):
     """The fault-tolerance hooks are named in the log, not added silently;
@@ -61,6 +62,7 @@ def test_train_tool_says_which_hooks_it_adds_and_prints_no_false_alarm(
     assert 'pkg_resources is deprecated' not in log
 
 
+@pytest.mark.slow
 def test_fault_tolerance_can_be_turned_off(setup, tmp_path):
     """``--no-fault-tolerance``: the config's hooks as written (mmengine's
     CheckpointHook, so no RNG state in the checkpoint)."""
@@ -68,7 +70,7 @@ def test_fault_tolerance_can_be_turned_off(setup, tmp_path):
     proc = subprocess.run(
         [sys.executable, 'tools/train.py', setup['config'], '--work-dir', work,
          '--no-fault-tolerance', '--cfg-options', 'train_cfg.max_iters=2'],
-        cwd=REPO, env=_env(), stdout=subprocess.PIPE,
+        cwd=REPO, env=tool_env(), stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-5000:]
     assert 'fault tolerance off' in proc.stdout
@@ -121,7 +123,7 @@ class Training:
         self.log = osp.join(work_dir, f'stdout_{time.time_ns()}.txt')
         self.proc = subprocess.Popen(
             [sys.executable, 'tools/train.py', config, '--work-dir', work_dir,
-             *args], cwd=REPO, env=_env(), stdout=open(self.log, 'w'),
+             *args], cwd=REPO, env=tool_env(), stdout=open(self.log, 'w'),
             stderr=subprocess.STDOUT)
 
     @property
@@ -143,6 +145,7 @@ class Training:
         self.proc.wait()
 
 
+@pytest.mark.slow
 def test_sigkill_anywhere_then_resume_continues_exactly(setup):
     seed = int(os.environ.get('MMVISATTN_FAULT_SEED', time.time_ns() % 10**6))
     print(f'fault test seed {seed} (MMVISATTN_FAULT_SEED to repeat)')
@@ -202,7 +205,7 @@ def test_sigkill_anywhere_then_resume_continues_exactly(setup):
     assert ours['meta']['iter'] == ITERS
 
 
-def test_resume_without_a_complete_checkpoint_starts_over(setup, tmp_path):
+def test_resume_without_a_complete_checkpoint_starts_over(tmp_path):
     work = str(tmp_path)
     with open(tmp_path / 'iter_2.pth', 'wb') as f:
         f.write(b'PK\x03\x04 cut short')
@@ -239,6 +242,7 @@ def damaged(setup, tmp_path_factory):
     ('text.pth', 'not a PyTorch checkpoint'),
     ('corrupt.pth', 'corrupt checkpoint'),
 ])
+@pytest.mark.slow
 def test_read_checkpoint_names_the_file_and_the_damage(damaged, name, reason):
     folder, _ = damaged
     with pytest.raises(CheckpointError, match=reason) as e:
@@ -246,6 +250,7 @@ def test_read_checkpoint_names_the_file_and_the_damage(damaged, name, reason):
     assert str(folder / name) in str(e.value)
 
 
+@pytest.mark.slow
 def test_test_tool_on_damaged_and_foreign_checkpoints(setup, damaged):
     folder, other = damaged
     good = osp.join(setup['reference'], f'iter_{ITERS}.pth')
@@ -255,7 +260,7 @@ def test_test_tool_on_damaged_and_foreign_checkpoints(setup, damaged):
     for config, ckpt, reason in cases:
         proc = subprocess.run(
             [sys.executable, 'tools/test.py', config, ckpt], cwd=REPO,
-            env=_env(), capture_output=True, text=True, timeout=600)
+            env=tool_env(), capture_output=True, text=True, timeout=600)
         assert proc.returncode != 0
         last = proc.stderr.strip().splitlines()[-1]
         assert last.startswith('tools/test.py: ' + ckpt), last
@@ -294,6 +299,8 @@ def _rng_rank(rank, world, port, out):
     dist.destroy_process_group()
 
 
+@pytest.mark.slow
+@pytest.mark.dist
 def test_rng_state_is_saved_and_restored_per_rank(tmp_path):
     """Rank 0 writes the checkpoint, but every rank's RNG state is in it
     (gathered where a checkpoint follows, since mmengine's save runs on

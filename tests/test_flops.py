@@ -12,7 +12,7 @@ import os.path as osp
 import pytest
 import torch
 
-from conftest import REPO, load_tool
+from helpers import REPO, load_tool
 from mmvisattn.analysis import complexity
 
 SHAPE = (3, 800, 1280)  # the paper's 1280x800

@@ -39,6 +39,7 @@ def test_compiled_ops_run_on_cpu():
     assert keep.tolist() == [0, 2]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(torch.cuda.is_available(), reason='checks the no-GPU refusal')
 def test_force_cuda_is_refused_with_the_reason_and_keeps_mmcv(tmp_path):
     """``MMCV_FORCE_CUDA=1`` used to be ignored whenever a CPU-only

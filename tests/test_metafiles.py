@@ -18,10 +18,9 @@ import numbers
 import os.path as osp
 import re
 
-import pytest
 import yaml
 
-from conftest import REPO
+from helpers import REPO
 
 ZOO_DIRS = ('swin', 'swin/ablations', 'tnt', 'rswatt')
 MODEL_INDEX = osp.join(REPO, 'model-index.yml')

@@ -20,20 +20,9 @@ import torch
 from mmengine.hooks import EMAHook
 
 import mmvisattn  # noqa: F401
+from helpers.backbones import AUTOCAST_BACKBONES, BACKBONES
 from mmvisattn.registry import MODELS
 
-BACKBONES = {
-    'swin-cyclic': dict(type='SwinTransformer', arch='tiny'),
-    'swin-padding': dict(type='SwinTransformer', arch='tiny',
-                         shift_mode='padding'),
-    'swin-sliding': dict(type='SwinTransformer', arch='tiny',
-                         attn_type='sliding_blocked'),
-    'swin-sliding-naive': dict(type='SwinTransformer', arch='tiny',
-                               attn_type='sliding'),
-    'swin-global-block': dict(type='SwinTransformer', arch='tiny',
-                              extra_global_block=True),
-    'rswatt': dict(type='RSWAttTransformer', arch='tiny'),
-}
 SHAPE = (1, 3, 96, 128)
 
 
@@ -132,20 +121,6 @@ def test_packed_weights_live_for_one_forward(monkeypatch):
     assert not torch.allclose(first[-1], second[-1], atol=1e-3)
     for a, b in zip(second, want):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
-
-
-# Mixed precision. CUDA autocast runs LayerNorm in fp32 while the linears
-# run in half precision, so the residual stream (fp32) meets half-precision
-# attention outputs; CPU autocast keeps LayerNorm in the autocast dtype and
-# hides that. The hooks below make CPU autocast produce fp32 LayerNorm
-# outputs, as CUDA's does, so the mixed-dtype residual is exercised here.
-AUTOCAST_BACKBONES = {
-    **BACKBONES,
-    'swin-performer': dict(type='SwinTransformer', arch='tiny',
-                           attn_type='performer', position='absolute'),
-    'tnt-pyramid': dict(type='TNT', arch='small', out_type='pyramid',
-                        img_size=128),
-}
 
 
 def _fp32_layer_norms(model):

@@ -12,6 +12,7 @@ import torch
 from mmengine.config import Config
 
 import mmvisattn  # noqa: F401
+from helpers import skip_weight_init
 from mmvisattn.models.backbones import SwinTransformer
 
 
@@ -57,12 +58,15 @@ DET_SEG = (
 def test_detection_and_segmentation_configs_change_only_type(
         package, name, backbone):
     registry = __import__(f'{package}.registry', fromlist=['MODELS']).MODELS
-    peer = _randomise(registry.build(copy.deepcopy(backbone)))
+    # every weight is set below: randomised, then copied into ours
+    with skip_weight_init():
+        peer = _randomise(registry.build(copy.deepcopy(backbone)))
+        ours = SwinTransformer(**{k: v for k, v in backbone.items()
+                                  if k != 'type'}).eval()
+        # the config builds through the registry with only `type` changed
+        built = registry.build(
+            dict(backbone, type='mmvisattn.SwinTransformer'))
     peer.eval()  # mmdet's and mmseg's train() return None
-    ours = SwinTransformer(**{k: v for k, v in backbone.items()
-                              if k != 'type'}).eval()
-    # the config builds through the registry with only `type` changed
-    built = registry.build(dict(backbone, type='mmvisattn.SwinTransformer'))
     assert isinstance(built, SwinTransformer)
     # the peer's own layout loads as it is (the backbone's load pre-hook)
     ours.load_state_dict(peer.state_dict(), strict=True)
@@ -91,7 +95,10 @@ def test_mmpretrain_classifier_configs_change_only_type(name, backbone):
     cfg.pop('train_cfg', None)  # Mixup/CutMix: training only
     cfg.backbone.pop('init_cfg', None)
     cfg.head.pop('init_cfg', None)
-    with DefaultScope.overwrite_default_scope('mmpretrain'):
+    # every weight that computes the logits is set below: randomised, then
+    # copied into ours
+    with DefaultScope.overwrite_default_scope('mmpretrain'), \
+            skip_weight_init():
         peer = _randomise(MODELS.build(copy.deepcopy(cfg)))
         peer.eval()
         cfg.backbone.type = 'mmvisattn.SwinTransformer'

@@ -7,7 +7,7 @@ from mmengine.config import Config
 from mmengine.registry import DefaultScope
 
 import mmvisattn
-from conftest import REPO
+from helpers import REPO
 
 MAIN_CONFIG = 'swin/cascade-mask-rcnn_swin-t-p4-w7_fpn_giou-4conv1f_ms-crop-3x_coco.py'
 
@@ -98,6 +98,7 @@ def test_downstream_config_inherits(tmp_path, style):
     assert cfg.model.backbone.drop_path_rate == 0.3
 
 
+@pytest.mark.slow
 def test_import_pulls_in_no_analysis_or_tool_code():
     """`import mmvisattn` loads the runtime package only: no analysis
     (FLOP counting) and no tool helpers; the engine (hooks, CPU DDP) is

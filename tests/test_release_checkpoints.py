@@ -15,18 +15,17 @@ mmdet), not against ours. Then tools/test.py evaluates it with our config,
 and mmdet's model with the same weights (its own layout), on 2 coco128
 images, and the predictions (boxes, scores, labels, masks) are compared.
 """
-import importlib
 import os.path as osp
-import pickle
 
 import numpy as np
 import pytest
 import torch
-from mmengine.config import Config
 
-from conftest import REPO, convert_with, default_scope_guard, run_tools
-from test_swin_checkpoints import ffn_named
-from test_zoo_coco import coco128_files, write_override
+from helpers import REPO, run_tools
+from helpers.checkpoints import (assert_converts_back, ffn_named,
+                                 mmdet_to_release, peer_weights, perturb,
+                                 predictions)
+from helpers.coco128 import coco128_files, write_override
 
 CONFIG = osp.join(REPO, 'configs', 'cascade_swin_t_coco.py')
 MASK_RCNN = osp.join(REPO, 'configs', 'swin',
@@ -45,37 +44,6 @@ MMDET_SWIN_T = dict(
     attn_drop_rate=0., drop_path_rate=0.2, patch_norm=True,
     out_indices=(0, 1, 2, 3), with_cp=False, convert_weights=False,
     init_cfg=None)
-
-
-def _unfold_to_release_reduction(w):
-    """Inverse of mmdet's ``correct_unfold_reduction_order``."""
-    out_ch, in_ch = w.shape
-    return w.reshape(out_ch, in_ch // 4, 4).transpose(1, 2)[:, [0, 2, 1, 3],
-                                                            :].reshape(
-                                                                out_ch, in_ch)
-
-
-def _unfold_to_release_norm(p):
-    """Inverse of mmdet's ``correct_unfold_norm_order``."""
-    ch = p.shape[0]
-    return p.reshape(ch // 4, 4).transpose(0, 1)[[0, 2, 1, 3]].reshape(ch)
-
-
-def mmdet_to_release(state):
-    """mmdet 3.x Swin backbone keys (no prefix) -> the detection release's."""
-    out = {}
-    for key, value in state.items():
-        new = key.replace('stages.', 'layers.', 1)
-        new = new.replace('.attn.w_msa.', '.attn.')
-        new = new.replace('.ffn.layers.0.0.', '.mlp.fc1.')
-        new = new.replace('.ffn.layers.1.', '.mlp.fc2.')
-        new = new.replace('patch_embed.projection.', 'patch_embed.proj.')
-        if '.downsample.reduction.' in key:
-            value = _unfold_to_release_reduction(value)
-        elif '.downsample.norm.' in key:
-            value = _unfold_to_release_norm(value)
-        out[new] = value
-    return out
 
 
 def mmdet2x_checkpoint(state, classes, config_name):
@@ -145,55 +113,9 @@ def build_release(tmp, config):
     return paths
 
 
-def peer_weights(theirs, library):
-    """The peer ``library``'s (mmdet's / mmseg's) model built from the
-    config ``theirs`` with perturbed weights: its whole state, the backbone
-    part (no prefix), that part in the authors' release layout, and the
-    whole state with the backbone in the release layout."""
-    registry = importlib.import_module(f'{library}.registry').MODELS
-    register = importlib.import_module(
-        f'{library}.utils').register_all_modules
-    with default_scope_guard():
-        register()
-        torch.manual_seed(0)
-        model = registry.build(Config.fromfile(theirs).model)
-        model.init_weights()
-        perturb(model)
-    state = {k: v.clone() for k, v in model.state_dict().items()}
-    backbone = {k[len('backbone.'):]: v for k, v in state.items()
-                if k.startswith('backbone.')}
-    release_backbone = mmdet_to_release(backbone)
-    heads = {k: v for k, v in state.items() if not k.startswith('backbone.')}
-    release_state = dict(heads, **{f'backbone.{k}': v
-                                   for k, v in release_backbone.items()})
-    return state, backbone, release_backbone, release_state
-
-
-def perturb(model):
-    """No symmetric init left: a misnamed or swapped tensor shows."""
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if p.dim() == 1 and name.endswith('weight'):  # norms
-                p.uniform_(0.5, 1.5)
-            elif p.dim() == 1:  # biases
-                p.normal_(0, 0.1)
-            else:
-                p.add_(torch.randn_like(p) * 0.02)
-        for name, buf in model.named_buffers():
-            if name.endswith('running_var'):
-                buf.uniform_(0.5, 1.5)
-            elif name.endswith('running_mean'):
-                buf.normal_(0, 0.1)
-
-
 @pytest.fixture(scope='module')
 def release(tmp_path_factory):
     return build_release(tmp_path_factory.mktemp('release'), CONFIG)
-
-
-def _predictions(path):
-    with open(path, 'rb') as f:
-        return pickle.load(f)
 
 
 def _masks_agree(a, b):
@@ -231,6 +153,7 @@ def assert_same_predictions(ours, ref, atol_box=0.05, atol_score=1e-4):
                        for j in same), i
 
 
+@pytest.mark.slow
 def test_release_detector_checkpoint_evaluates_unchanged(release):
     """The Swin-Transformer-Object-Detection format through tools/test.py
     with our config, no conversion step: same predictions as mmdet's model
@@ -254,12 +177,13 @@ def test_release_detector_checkpoint_evaluates_unchanged(release):
         assert 'does not match the model' not in out
         assert 'unexpected key' not in out and 'missing key' not in out, \
             out[-3000:]
-    reference = _predictions(tmp / 'mmdet.pkl')
-    assert_same_predictions(_predictions(tmp / 'release.pkl'), reference)
-    assert_same_predictions(_predictions(tmp / 'older.pkl'), reference)
-    assert_same_predictions(_predictions(tmp / 'zoo.pkl'), reference)
+    reference = predictions(tmp / 'mmdet.pkl')
+    assert_same_predictions(predictions(tmp / 'release.pkl'), reference)
+    assert_same_predictions(predictions(tmp / 'older.pkl'), reference)
+    assert_same_predictions(predictions(tmp / 'zoo.pkl'), reference)
 
 
+@pytest.mark.slow
 def test_release_mask_rcnn_checkpoint_evaluates_unchanged(tmp_path):
     """The authors' Mask R-CNN release layout (same backbone layout, mmdet's
     Mask R-CNN heads) with our Mask R-CNN config: the predictions of
@@ -274,8 +198,8 @@ def test_release_mask_rcnn_checkpoint_evaluates_unchanged(tmp_path):
         assert 'coco/segm_mAP' in out, out[-3000:]
         assert 'unexpected key' not in out and 'missing key' not in out, \
             out[-3000:]
-    assert_same_predictions(_predictions(tmp_path / 'release.pkl'),
-                            _predictions(tmp_path / 'mmdet.pkl'))
+    assert_same_predictions(predictions(tmp_path / 'release.pkl'),
+                            predictions(tmp_path / 'mmdet.pkl'))
 
 
 # mmdet's SwinTransformer arguments of the released Swin-S / Swin-B
@@ -308,6 +232,7 @@ def test_release_small_and_base_backbones_compute_what_mmdet_computes(arch):
             torch.testing.assert_close(mine, ref, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.slow  # its fixture writes ~2 GB of whole-detector releases
 def test_release_backbone_keys_load_strictly_into_ours(release):
     """The backbone part, through torch's strict ``load_state_dict`` (the
     path of mmengine's ``load_from``/``resume``): the derived buffers are
@@ -339,23 +264,7 @@ def test_release_absolute_position_embedding_layout_loads():
                                grid.permute(0, 2, 3, 1))
 
 
-def assert_converts_back(src, tmp, expected):
-    """``mmvisattn2official.py SRC --to TO --keep-heads`` gives exactly
-    ``expected[TO]`` (a state dict), every tensor, the derived buffers
-    (position index, attention mask) aside, which the peers rebuild."""
-    for to, want in expected.items():
-        dst = str(tmp / f'back_{to}.pth')
-        convert_with('mmvisattn2official.py', src, dst, '--to', to,
-                     '--keep-heads')
-        got = torch.load(dst, weights_only=True)['state_dict']
-        want = {k: v for k, v in want.items()
-                if not k.endswith(('relative_position_index', 'attn_mask'))}
-        assert set(got) == set(want), (to, set(got) ^ set(want))
-        for key, value in want.items():
-            torch.testing.assert_close(got[key], value, rtol=0, atol=0,
-                                       msg=f'{to}: {key}')
-
-
+@pytest.mark.slow
 def test_whole_detector_converts_back_to_mmdet_and_the_release(release):
     """The way back: our whole detector checkpoint (the release layout is
     ours) to mmdet 3.x's layout gives exactly mmdet's own checkpoint of the

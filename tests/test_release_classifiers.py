@@ -25,7 +25,7 @@ import pytest
 import torch
 from mmengine.config import Config
 
-from conftest import REPO, run_tools, shared_dataset
+from helpers import REPO, run_tools, shared_dataset
 
 timm = pytest.importorskip('timm')
 
@@ -124,9 +124,9 @@ def swin_files(tmp):
 
 
 def tnt_file(tmp):
-    from test_tnt import _official_from_timm
+    from helpers.checkpoints import tnt_official_from_timm
     reference = _perturb(timm.create_model('tnt_s_patch16_224'), seed=1)
-    torch.save(_official_from_timm(reference.state_dict()),
+    torch.save(tnt_official_from_timm(reference.state_dict()),
                str(tmp / 'tnt_official.pth'))
     return reference
 
@@ -136,6 +136,7 @@ def _scores(path):
         return {r['img_path']: r['pred_score'] for r in pickle.load(f)}
 
 
+@pytest.mark.slow
 def test_released_classifiers_evaluate_unchanged(tmp_path):
     """The official Swin-T and TNT-S releases and mmpretrain's whole Swin-T
     classifier through tools/test.py with our configs, no conversion step:

@@ -21,10 +21,9 @@ import os.path as osp
 import pytest
 import torch
 
-from conftest import REPO, load_tool, run_tools, shared_dataset
-from test_release_checkpoints import (_predictions, assert_converts_back,
-                                      peer_weights)
-from test_zoo_ade import write_camvid_config
+from helpers import REPO, load_tool, run_tools, shared_dataset
+from helpers.checkpoints import assert_converts_back, peer_weights, predictions
+from helpers.camvid import write_camvid_config
 
 CONFIG = osp.join(REPO, 'configs', 'swin',
                   'upernet_swin-t-p4-w7_8xb2-160k_ade20k-512x512.py')
@@ -110,6 +109,7 @@ def assert_same_segmentation(ours, ref):
         assert torch.equal(pa[clear], pb[clear])
 
 
+@pytest.mark.slow
 def test_release_segmentor_checkpoints_evaluate_unchanged(release):
     """The Swin-Transformer-Semantic-Segmentation format and the mmseg 1.x
     zoo's whole checkpoint, through tools/test.py with our config, no
@@ -126,11 +126,12 @@ def test_release_segmentor_checkpoints_evaluate_unchanged(release):
         assert 'mIoU' in out, out[-3000:]
         assert 'unexpected key' not in out and 'missing key' not in out, \
             out[-3000:]
-    reference = _predictions(tmp / 'mmseg.pkl')
-    assert_same_segmentation(_predictions(tmp / 'release.pkl'), reference)
-    assert_same_segmentation(_predictions(tmp / 'zoo.pkl'), reference)
+    reference = predictions(tmp / 'mmseg.pkl')
+    assert_same_segmentation(predictions(tmp / 'release.pkl'), reference)
+    assert_same_segmentation(predictions(tmp / 'zoo.pkl'), reference)
 
 
+@pytest.mark.slow
 def test_whole_segmentor_converts_back_to_mmseg_and_the_release(release):
     """The way back for segmentors: our whole UperNet checkpoint (release
     layout) to mmseg 1.x's layout is exactly mmseg's own checkpoint of the

@@ -17,7 +17,7 @@ from mmdet.structures import DetDataSample
 from mmengine.config import Config
 from mmengine.structures import InstanceData
 
-from conftest import REPO
+from helpers import REPO
 from mmvisattn.models.dense_heads import RepPointsV2Head
 from mmvisattn.models.layers import CornerPoolBlock
 from mmvisattn.models.losses import SeparateFocalLoss, separate_focal_loss
@@ -233,6 +233,7 @@ def _image_with_boxes(h, w, boxes):
     return img
 
 
+@pytest.mark.slow  # six optimizer steps by hand: training
 def test_loss_is_finite_and_decreases_on_one_image(detector):
     boxes = [[30., 40., 150., 200.], [200., 20., 300., 90.]]
     img = _image_with_boxes(256, 320, boxes)

@@ -15,7 +15,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from conftest import REPO, SUITE_SIZE_FILE, load_tool
+from helpers import REPO, SUITE_SIZE_FILE, load_tool
 
 # what tools/install.sh runs to decide whether pip has work to do
 check_requirements = load_tool(osp.join('tools', 'check_requirements.py'))
@@ -127,6 +127,7 @@ def test_the_scan_names_an_undeclared_import_and_its_file():
         ('nope_mod', ['a.py'], 'not installed')]
 
 
+@pytest.mark.slow
 def test_every_declared_requirement_is_installed():
     """What tools/install.sh verifies on every run holds here: each line of
     each requirements file (and each pin of constraints.txt that applies)
@@ -139,6 +140,7 @@ def test_every_declared_requirement_is_installed():
     assert proc.returncode == 0 and not proc.stdout, proc.stdout
 
 
+@pytest.mark.slow
 def test_requirement_check_names_what_is_missing_or_wrong(tmp_path):
     """The check that lets install.sh skip pip can fail, and says why."""
     reqs = tmp_path / 'reqs.txt'
@@ -178,6 +180,7 @@ def _stand_in(folder, name, text):
     ('slurm_train.sh', ['part', 'job', 'cfg.py', 'work'], 'tools/train.py'),
     ('slurm_test.sh', ['part', 'job', 'cfg.py', 'ckpt.pth'], 'tools/test.py'),
 ])
+@pytest.mark.slow
 def test_launch_scripts_run_the_chosen_interpreter(tmp_path, script, args,
                                                    expected):
     """A bare `python` on PATH is not the interpreter the user chose (the
@@ -198,6 +201,7 @@ def test_launch_scripts_run_the_chosen_interpreter(tmp_path, script, args,
     assert 'chosen: ' in proc.stdout and expected in proc.stdout, proc.stdout
 
 
+@pytest.mark.slow
 def test_makefile_hands_its_python_to_the_commands_it_runs():
     """`make test PYTHON=X`: X reaches the environment of the recipes, so
     the launch scripts that the tests start use it too."""
@@ -210,6 +214,7 @@ def test_makefile_hands_its_python_to_the_commands_it_runs():
     assert proc.stdout.strip() == 'env=/some/venv/bin/python'
 
 
+@pytest.mark.slow
 def test_whole_suite_check_refuses_a_short_collection():
     """`make test` runs pytest with --whole-suite: a collection with fewer
     tests than tests/SUITE_SIZE records (a module that failed to import or

@@ -9,7 +9,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from conftest import REPO, load_tool
+from helpers import REPO, load_tool
+from helpers.camvid import loss_step_on_camvid
+from helpers.coco128 import loss_step_on_coco128
 from mmvisattn.models.backbones import RSWAttTransformer
 from mmvisattn.models.layers import ReconstructedWindowAttention
 from mmvisattn.ops import (reconstructed_window_attention,
@@ -234,20 +236,18 @@ def test_mlp_reconstruction_matches_the_papers_formula():
 RSWATT_CONFIGS = osp.join(REPO, 'configs', 'rswatt')
 
 
-def test_cascade_mask_rcnn_rswatt_trains_and_evaluates_on_coco128(tmp_path):
-    from test_zoo_coco import train_and_evaluate_on_coco128
-    train_and_evaluate_on_coco128(
+@pytest.mark.slow
+def test_cascade_mask_rcnn_rswatt_loss_step_on_coco128(tmp_path):
+    loss_step_on_coco128(
         osp.join(RSWATT_CONFIGS, 'cascade-mask-rcnn_rswatt-t_fpn_giou-'
                  '4conv1f_ms-crop-3x_coco.py'), tmp_path)
 
 
-
-def test_upernet_rswatt_trains_and_evaluates_on_camvid_ade(tmp_path):
-    from test_zoo_ade import train_and_evaluate_on_camvid
-    train_and_evaluate_on_camvid(
+@pytest.mark.slow
+def test_upernet_rswatt_loss_step_on_camvid_ade(tmp_path):
+    loss_step_on_camvid(
         osp.join(RSWATT_CONFIGS,
                  'upernet_rswatt-t_8xb2-160k_ade20k-512x512.py'), tmp_path)
-
 
 
 # ------------------------------------------------------------ plug-ins
@@ -292,20 +292,18 @@ def test_rswatt_neck_keeps_every_level():
         neck(feats[:2])
 
 
-def test_cascade_mask_rcnn_r50_with_the_plugin_on_coco128(tmp_path):
-    from test_zoo_coco import train_and_evaluate_on_coco128
-    train_and_evaluate_on_coco128(
+@pytest.mark.slow
+def test_cascade_mask_rcnn_r50_with_the_plugin_loss_step_on_coco128(tmp_path):
+    loss_step_on_coco128(
         osp.join(RSWATT_CONFIGS, 'cascade-mask-rcnn_r50-rswatt-c3-c5_fpn_'
                  'giou-4conv1f_ms-crop-3x_coco.py'), tmp_path)
 
 
-
-def test_rswatt_decoder_on_swin_t_on_camvid_ade(tmp_path):
-    from test_zoo_ade import train_and_evaluate_on_camvid
-    train_and_evaluate_on_camvid(
+@pytest.mark.slow
+def test_rswatt_decoder_on_swin_t_loss_step_on_camvid_ade(tmp_path):
+    loss_step_on_camvid(
         osp.join(RSWATT_CONFIGS, 'upernet-rswatt-head_swin-t-p4-w7_8xb2-'
                  '160k_ade20k-512x512.py'), tmp_path)
-
 
 
 def test_extents_tool_plots_the_predicted_windows(tmp_path):

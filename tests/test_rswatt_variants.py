@@ -7,22 +7,21 @@ the windows adapt (extents against objects) and whether it matters (the
 ablation)."""
 import os.path as osp
 import re
-import sys
 
 import pytest
 import torch
-import torch.nn.functional as F
 from mmengine.config import Config
 from mmengine.registry import init_default_scope
 
-from conftest import REPO, load_tool, run_tools
+from helpers import HELPERS, REPO, load_tool, runner_loss_step
+from helpers.camvid import loss_step_on_camvid
+from helpers.coco128 import loss_step_on_coco128
 from mmvisattn.models.backbones import RSWAttViT
 from mmvisattn.models.layers import (PixelPositionEncoding,
                                      ReconstructedWindowAttention, RSWAttBlock)
 from mmvisattn.ops import sliding_window_attention_naive
 
 CONFIGS = osp.join(REPO, 'configs', 'rswatt')
-HELPERS = osp.join(REPO, 'tests', 'helpers')
 PREDICTORS = ('direct', 'offsets', 'anchors', 'enhanced_anchors')
 
 
@@ -202,6 +201,7 @@ def test_pixel_position_encoding_starts_as_sinusoids_and_resizes():
 
 
 def test_rswatt_vit_presets_outputs_and_freezing():
+    torch.manual_seed(0)
     model = RSWAttViT()  # the source's example: 768 wide, 6 layers
     assert len(model.layers) == 6 and model.embed_dims == 768
     assert model.layers[0].attn.window_sizes == (4, 8, 16)
@@ -220,7 +220,12 @@ def test_rswatt_vit_presets_outputs_and_freezing():
     tiny.out_type = 'cls_token'
     (cls, ) = tiny(x)
     assert cls.shape == (2, 192)
-    cls.sum().backward()
+    # Gradient into a predictor through the pixel features: at init the
+    # class token hardly depends on the windows (its gradient there is
+    # ~1e-9, exactly 0 for some seeds, so an order-dependent check).
+    tiny.out_type = 'featmap'
+    (feat, ) = tiny(x)
+    feat.square().sum().backward()
     assert tiny.layers[5].attn.window_pred[-1].weight.grad.abs().sum() > 0
     with pytest.raises(ValueError, match='out_type'):
         RSWAttViT('tiny', out_type='tokens')
@@ -258,16 +263,15 @@ def test_cifar10_config_is_the_sources_recipe():
     assert pre.std == [58.395, 57.12, 57.375]
 
 
-def test_rswatt_vit_trains_one_epoch_on_a_cifar_format_set(tmp_path):
+@pytest.mark.slow
+def test_rswatt_vit_loss_step_on_a_cifar_format_set(tmp_path, monkeypatch):
     """The config on a small set in CIFAR-10's pickle format, written here,
-    read by mmpretrain's CIFAR10 (checksums off): one epoch with
-    tools/train.py, then tools/test.py. RSWAttViT 'tiny' keeps it
+    read by mmpretrain's CIFAR10 (checksums off): one loss step on what the
+    Runner builds (the classifier family's end-to-end run through the tools
+    is tests/test_classification.py's Swin-T). RSWAttViT 'tiny' keeps it
     CPU-sized; everything else is the config's."""
-    sys.path.insert(0, HELPERS)
-    try:
-        from cifar_sample import write_cifar_sample
-    finally:
-        sys.path.remove(HELPERS)
+    monkeypatch.syspath_prepend(HELPERS)  # the config imports cifar_sample
+    from cifar_sample import write_cifar_sample
     root = write_cifar_sample(str(tmp_path / 'cifar10'), per_batch=2,
                               test=6)
     config = tmp_path / 'cifar.py'
@@ -286,19 +290,13 @@ train_cfg = dict(max_epochs=1)
 default_hooks = dict(logger=dict(interval=1))
 randomness = dict(seed=0)
 ''')
-    work = str(tmp_path / 'work')
-    train, test = run_tools(
-        ['tools/train.py', str(config), '--work-dir', work],
-        ['tools/test.py', str(config), osp.join(work, 'epoch_1.pth'),
-         '--work-dir', work], python_path=HELPERS)
-    # 10 training images in batches of 5; 6 test images in batches of 3
-    assert re.search(r'Epoch\(train\)\s+\[1\]\[2/2\]', train), train[-3000:]
-    assert re.search(r'Epoch\(val\) \[1\]\[2/2\]\s+accuracy/top1', train)
-    assert re.search(r'Epoch\(test\) \[2/2\]\s+accuracy/top1: [\d.]+', test)
+    step = runner_loss_step(config, tmp_path / 'work',
+                            moves=('backbone.', 'head.'))
+    assert set(step.losses) == {'loss'}, step.losses
 
 
-def test_retinanet_rswatt_neck_trains_and_evaluates_on_coco128(tmp_path):
-    from test_zoo_coco import train_and_evaluate_on_coco128
+@pytest.mark.slow
+def test_retinanet_rswatt_neck_loss_step_on_coco128(tmp_path):
     path = osp.join(CONFIGS, 'retinanet_r50-rswatt-neck_fpn_1x_coco.py')
     cfg = Config.fromfile(path)
     neck = cfg.model.neck
@@ -306,15 +304,14 @@ def test_retinanet_rswatt_neck_trains_and_evaluates_on_coco128(tmp_path):
     assert neck[1]['num_levels'] == cfg.model.neck[0]['num_outs'] == 5
     anchors = cfg.model.bbox_head.anchor_generator  # 9 per position
     assert anchors.scales_per_octave * len(anchors.ratios) == 9
-    train_and_evaluate_on_coco128(path, tmp_path, mask=False)
+    loss_step_on_coco128(path, tmp_path, mask=False)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('name', [
     'rswatt-head_swin-t-p4-w7_8xb2-160k_ade20k-512x512.py',
     'rswatt-head_rswatt-t_8xb2-160k_ade20k-512x512.py'])
-def test_rswatt_decoder_configs_train_and_evaluate_on_camvid_ade(
-        name, tmp_path):
-    from test_zoo_ade import train_and_evaluate_on_camvid
+def test_rswatt_decoder_configs_loss_step_on_camvid_ade(name, tmp_path):
     cfg = Config.fromfile(osp.join(CONFIGS, name))
     head = cfg.model.decode_head
     assert (head.type, head.channels, head.num_layers, head.num_heads) == (
@@ -323,7 +320,7 @@ def test_rswatt_decoder_configs_train_and_evaluate_on_camvid_ade(
         upernet = Config.fromfile(osp.join(
             CONFIGS, 'upernet_rswatt-t_8xb2-160k_ade20k-512x512.py'))
         assert cfg.model.backbone == upernet.model.backbone
-    train_and_evaluate_on_camvid(osp.join(CONFIGS, name), tmp_path)
+    loss_step_on_camvid(osp.join(CONFIGS, name), tmp_path)
 
 
 # ------------------------------------------------------------------ tools
@@ -340,7 +337,7 @@ def test_object_sizes_are_connected_regions():
 
 
 def test_extents_tool_correlates_windows_with_objects(tmp_path, capsys):
-    from conftest import generate_shapes
+    from helpers import generate_shapes
     root = str(tmp_path / 'shapes')
     generate_shapes(root, num_train=1, num_val=2, size=(64, 64))
     tool = load_tool('tools/analysis_tools/rswatt_extents.py')
@@ -380,6 +377,7 @@ def test_ablation_variants_build_what_they_say(tmp_path):
     assert built['swin'].out_channels == built['fixed'].out_channels
 
 
+@pytest.mark.slow  # the benchmark's timed rounds
 def test_vit_benchmark_prints_both_models_and_the_ratios(capsys):
     tool = load_tool('tools/analysis_tools/benchmark_rswatt_vit.py')
     tool.main(['--arch', 'tiny', '--size', '64', '--runs', '1', '--rounds',

@@ -16,7 +16,7 @@ import torch
 import yaml
 from mmengine.config import Config
 
-from conftest import REPO
+from helpers import REPO
 
 ABLATIONS = osp.join(REPO, 'configs', 'swin', 'ablations')
 CONFIGS = sorted(osp.basename(p)

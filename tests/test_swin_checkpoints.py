@@ -20,12 +20,12 @@ from mmengine.config import ConfigDict
 from mmengine.runner.checkpoint import (get_state_dict, save_checkpoint,
                                         weights_to_cpu)
 
-from conftest import REPO
+from helpers import REPO
+from helpers.checkpoints import ffn_named, official_state_dict
 from mmvisattn.models.backbones import SwinTransformer
 from mmvisattn.models.utils import (detect_swin_layout, extract_state_dict,
                                     is_official_swin, is_timm_swin,
                                     swin_timm_to_mmvisattn, swin_to_official)
-from test_swin import official_state_dict
 
 CONVERTERS = osp.join(REPO, 'tools', 'model_converters')
 TIMM_ARCH = 'swin_tiny_patch4_window7_224'
@@ -203,20 +203,6 @@ def _our_detector(tmp, ours):
     state['neck.lateral_convs.0.conv.weight'] = torch.zeros(256, 96, 1, 1)
     path = _mmengine_save(state, tmp / 'cascade_swin-t.pth')
     return Source(path, 'official', dict(enumerate(outs)))
-
-
-# The MLP names of our checkpoints written before the MLP took the release
-# names (mmcv FFN): spelled out here, independently of the code that reads them.
-FFN_NAMES = (('.mlp.fc1.', '.mlp.layers.0.0.'), ('.mlp.fc2.', '.mlp.layers.1.'))
-
-
-def ffn_named(state):
-    out = {}
-    for key, value in state.items():
-        for new, old in FFN_NAMES:
-            key = key.replace(new, old)
-        out[key] = value
-    return out
 
 
 def _our_older_detector(tmp, ours):
@@ -431,6 +417,7 @@ def test_timm_training_checkpoint_with_args_needs_trust(timm_swin, x,
     _assert_features(_load(dst), x, expected)
 
 
+@pytest.mark.slow
 def test_swin2mmvisattn_script_end_to_end(sources, x, tmp_path):
     source = sources('timm_hub')
     dst = tmp_path / 'swin_t_from_timm.pth'
@@ -442,6 +429,7 @@ def test_swin2mmvisattn_script_end_to_end(sources, x, tmp_path):
     _assert_features(_load(dst), x, source.expected)
 
 
+@pytest.mark.slow
 def test_swin2mmvisattn_refuses_a_non_swin_file(tmp_path):
     src = tmp_path / 'resnet50.pth'
     torch.save({'state_dict': {'conv1.weight': torch.zeros(64, 3, 7, 7),
@@ -454,6 +442,7 @@ def test_swin2mmvisattn_refuses_a_non_swin_file(tmp_path):
     assert not (tmp_path / 'out.pth').exists()
 
 
+@pytest.mark.slow
 def test_mmvisattn2official_script(sources, x, tmp_path):
     source = sources('mmvisattn_detector')
     dst = tmp_path / 'official.pth'
@@ -465,6 +454,7 @@ def test_mmvisattn2official_script(sources, x, tmp_path):
     _assert_features(_load(dst), x, {3: source.expected[3]})
 
 
+@pytest.mark.slow
 def test_mmvisattn2official_to_mmdet_loads_in_mmdet(sources, x, tmp_path):
     """mmdet's own Pretrained loading reads the file and matches ours."""
     from mmdet.models.backbones import SwinTransformer as MMDetSwin

@@ -13,7 +13,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from conftest import REPO
+from helpers import REPO
 from mmvisattn.models.backbones import SwinTransformer
 from mmvisattn.models.layers.window_msa import (SwinAttention,
                                                 build_swin_attention)
@@ -21,16 +21,14 @@ from mmvisattn.ops import (orthogonal_random_features, performer_attention,
                            sliding_window_attention_blocked,
                            sliding_window_attention_naive)
 
-# Parallel test processes on a 2-core machine: one intra-op thread each.
-_THREADS = torch.get_num_threads()
-torch.set_num_threads(1)
-
-
 @pytest.fixture(scope='module', autouse=True)
 def _one_thread():
+    """Small maps: one intra-op thread is faster than two (and is what each
+    pytest-xdist worker has anyway)."""
+    threads = torch.get_num_threads()
     torch.set_num_threads(1)
     yield
-    torch.set_num_threads(_THREADS)
+    torch.set_num_threads(threads)
 
 
 C, HEADS = 12, 3  # SwinAttention width for the property tests
@@ -453,6 +451,7 @@ def test_bf16_shifted_mask_path_is_finite(shift_mode, hw):
 
 
 # -------------------------------------------------------------- torch.compile
+@pytest.mark.slow
 def test_torch_compile_fullgraph_matches_eager():
     """Measured: 57-79 s of inductor compilation on one CPU thread with a
     cold cache (~6 s when inductor's on-disk FX graph cache is warm)."""

@@ -11,7 +11,10 @@ import pytest
 import torch
 from mmengine.config import Config
 
-from conftest import REPO, load_tool
+from helpers import REPO, load_tool
+from helpers.camvid import loss_step_on_camvid
+from helpers.checkpoints import tnt_official_from_timm
+from helpers.coco128 import loss_step_on_coco128
 from mmvisattn.models.backbones import TNT
 from mmvisattn.models.utils import detect_tnt_layout, tnt_any_to_mmvisattn
 
@@ -69,30 +72,6 @@ def test_equals_mmpretrain_tnt_with_its_weights(arch, params_m,
     assert abs(n / 1e6 - params_m) <= 0.3, n
 
 
-# timm's names -> the official release's (the reverse of timm's filter)
-_TIMM_TO_OFFICIAL = [
-    ('patch_pos', 'outer_pos'), ('pixel_pos', 'inner_pos'),
-    ('pixel_embed', 'patch_embed'), ('norm1_proj', 'proj_norm1'),
-    ('norm2_proj', 'proj_norm2'), ('norm_mlp_in', 'inner_norm2'),
-    ('norm_in', 'inner_norm1'), ('attn_in', 'inner_attn'),
-    ('mlp_in', 'inner_mlp'), ('norm_out', 'outer_norm1'),
-    ('attn_out', 'outer_attn'), ('norm_mlp', 'outer_norm2'),
-    ('.mlp.', '.outer_mlp.')
-]
-
-
-def _official_from_timm(state):
-    out = {}
-    for key, value in state.items():
-        for old, new in _TIMM_TO_OFFICIAL:
-            key = key.replace(old, new)
-        if key == 'inner_pos':  # official (1, words, inner)
-            value = value.flatten(2).transpose(1, 2)
-        out[key] = value
-    out['outer_tokens'] = torch.zeros(1)
-    return out
-
-
 @pytest.fixture(scope='module')
 def timm_tnt_s():
     import timm
@@ -105,7 +84,7 @@ def test_timm_and_official_layouts_equal_timm(timm_tnt_s):
     with torch.no_grad():
         expected = timm_tnt_s(x)
     timm_state = timm_tnt_s.state_dict()
-    official = _official_from_timm(timm_state)
+    official = tnt_official_from_timm(timm_state)
     assert detect_tnt_layout(timm_state) == 'timm'
     assert detect_tnt_layout(official) == 'official'
     for state in (timm_state, official):
@@ -265,6 +244,7 @@ def test_layer_decay_rules():
     assert layer_id('roi_head.x', 12) == 13
 
 
+@pytest.mark.slow
 def test_converter_tool_reads_timm_and_mmpretrain(timm_tnt_s,
                                                   mmpretrain_classifiers,
                                                   tmp_path):
@@ -306,12 +286,11 @@ def test_get_flops_prints_both_configs():
 
 
 # ------------------------------------------ detection and segmentation
-def test_cascade_mask_rcnn_tnt_s_trains_and_evaluates_on_coco128(tmp_path):
-    from test_zoo_coco import train_and_evaluate_on_coco128
-    train_and_evaluate_on_coco128(CASCADE, tmp_path)
+@pytest.mark.slow
+def test_cascade_mask_rcnn_tnt_s_loss_step_on_coco128(tmp_path):
+    loss_step_on_coco128(CASCADE, tmp_path)
 
 
-
-def test_upernet_tnt_s_trains_and_evaluates_on_camvid_ade(tmp_path):
-    from test_zoo_ade import train_and_evaluate_on_camvid
-    train_and_evaluate_on_camvid(UPERNET, tmp_path)
+@pytest.mark.slow
+def test_upernet_tnt_s_loss_step_on_camvid_ade(tmp_path):
+    loss_step_on_camvid(UPERNET, tmp_path)

@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import (REPO, default_scope_guard, generate_shapes, load_tool,
-                      run_tools)
+from helpers import REPO, default_scope_guard, generate_shapes, load_tool
 
 DET_CONFIG = osp.join(REPO, 'configs', 'demo',
                       'cascade-mask-rcnn_swin-t_shapes.py')
@@ -29,23 +28,10 @@ def shapes(tmp_path_factory):
 
 
 @pytest.fixture(scope='module')
-def seg_run(shapes, tmp_path_factory):
-    """A real 2-iteration UperNet run, then tools/test.py on its checkpoint,
-    in one work dir (one Python process: imports once)."""
-    work = str(tmp_path_factory.mktemp('seg_work'))
-    options = [
-        '--cfg-options', f'train_dataloader.dataset.data_root={shapes}/ade/',
-        f'test_dataloader.dataset.data_root={shapes}/ade/',
-        'train_cfg.max_iters=2', 'default_hooks.logger.interval=1',
-        'default_hooks.checkpoint.interval=2',
-        'default_hooks.checkpoint.save_optimizer=False',
-        'param_scheduler.0.end=1', 'param_scheduler.1.begin=1',
-        'param_scheduler.1.end=2'
-    ]
-    run_tools(['tools/train.py', SEG_CONFIG, '--work-dir', work, *options],
-              ['tools/test.py', SEG_CONFIG, osp.join(work, 'iter_2.pth'),
-               '--work-dir', work, *options])
-    return work
+def seg_run(seg_demo_run):
+    """The work dir of tests/conftest.py's seg_demo_run: a real 2-iteration
+    demo UperNet run, then tools/test.py on its checkpoint."""
+    return seg_demo_run['work']
 
 
 # Lines in the exact formats mmengine 0.10 writes (from real runs).
@@ -178,6 +164,7 @@ def test_analyze_logs_errors(tmp_path):
     assert not osp.exists(out)
 
 
+@pytest.mark.slow
 def test_analyze_logs_on_a_real_run(seg_run, tmp_path):
     (train_dir, test_dir) = sorted(
         glob.glob(osp.join(seg_run, '2*')))
@@ -275,6 +262,7 @@ def test_browse_segmentation_dataset(shapes, tmp_path):
         assert magenta[~shapes_px].mean() < 0.02, magenta[~shapes_px].mean()
 
 
+@pytest.mark.slow
 def test_image_demo_segmentation(seg_run, shapes, tmp_path):
     demo = load_tool('demo/image_demo.py')
     img = osp.join(shapes, 'ade', 'images', 'validation', 'val_00000.png')

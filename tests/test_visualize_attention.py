@@ -10,7 +10,7 @@ import pytest
 import torch
 from PIL import Image
 
-from conftest import REPO, generate_shapes, load_tool
+from helpers import REPO, generate_shapes, load_tool
 from mmvisattn.models.layers import MultiheadSelfAttention, WindowAttention
 from mmvisattn.ops import (padding_key_mask, shifted_window_mask,
                            window_attention, window_attention_weights,

@@ -5,15 +5,14 @@ through tools/train.py, then evaluated with tools/test.py single-scale and
 with --tta (multi-scale + flip), printing aAcc, mIoU and per-class IoU.
 """
 import glob
-import json
 import os.path as osp
-import re
 
 import pytest
 import yaml
 from mmengine.config import Config
 
-from conftest import REPO, load_tool, plain, run_tools, shared_dataset
+from helpers import REPO, load_tool
+from helpers.camvid import train_and_evaluate_on_camvid
 
 ZOO_DIR = osp.join(REPO, 'configs', 'swin')
 W7 = 'https://github.com/SwinTransformer/storage/releases/download/v1.0.0/'
@@ -131,102 +130,7 @@ def test_ade_params_and_flops_against_table_3(name, flops_tool):
         assert abs(flops / spec['flops'] - 1) < 0.01, flops
 
 
-# -------------------------------------------------- camvid_ade, CPU run
-SCALE = 0.25  # of the recipe's sizes: resize 512x128, crop 128x128
-
-
-def _shrink(node):
-    if isinstance(node, list):
-        return [_shrink(n) for n in node]
-    if not isinstance(node, dict):
-        return node
-    node = {k: _shrink(v) for k, v in node.items()}
-    for key in ('scale', 'crop_size'):
-        if isinstance(node.get(key), (list, tuple)):
-            node[key] = tuple(int(v * SCALE) for v in node[key])
-    if isinstance(node.get('scale_factor'), float):  # --tta's ratios
-        node['scale_factor'] *= SCALE
-    return node
-
-
-def write_camvid_config(zoo_config, root, path):
-    """The zoo config on camvid_ade (11 classes, void = 0 reduced to the
-    ignore index): 4 training images, 2 iterations of batch 2, 2 validation
-    images; sizes (and --tta's scale ratios) x SCALE; random
-    initialisation."""
-    cfg = Config.fromfile(zoo_config)
-    with open(osp.join(root, 'classes.json')) as f:
-        meta = json.load(f)
-    metainfo = dict(classes=tuple(meta['classes']),
-                    palette=meta['palette'])
-    num_classes = len(metainfo['classes'])
-    crop = tuple(int(v * SCALE) for v in cfg.crop_size)
-
-    def dataset(split, pipeline, count):
-        # ADE20KDataset fixes ADE's 150 names; the generic dataset reads
-        # the same layout with camvid's
-        return dict(
-            type='BaseSegDataset', data_root=root, metainfo=metainfo,
-            img_suffix='.jpg', seg_map_suffix='.png', reduce_zero_label=True,
-            data_prefix=dict(img_path=f'images/{split}',
-                             seg_map_path=f'annotations/{split}'),
-            indices=count, pipeline=_shrink(plain(pipeline)))
-
-    loader = dict(num_workers=0, persistent_workers=False)
-    lines = [
-        f'_base_ = {zoo_config!r}',
-        f'crop_size = {crop!r}',
-        f'model = dict(data_preprocessor=dict(size={crop!r}), '
-        'backbone=dict(init_cfg=None), '
-        f'decode_head=dict(num_classes={num_classes}), '
-        f'auxiliary_head=dict(num_classes={num_classes}))',
-        f'train_dataloader = dict(batch_size=2, **{loader!r}, dataset=dict('
-        '_delete_=True, '
-        f'**{dataset("training", cfg.train_pipeline, 4)!r}))',
-        f'test_dataloader = dict(batch_size=1, **{loader!r}, dataset=dict('
-        '_delete_=True, '
-        f'**{dataset("validation", cfg.test_pipeline, 2)!r}))',
-        f'tta_pipeline = {_shrink(plain(cfg.tta_pipeline))!r}',
-        'val_dataloader = None',
-        'val_cfg = None',
-        'val_evaluator = None',
-        'train_cfg = dict(max_iters=2, val_interval=2)',
-        'default_hooks = dict(logger=dict(interval=1), '
-        'checkpoint=dict(by_epoch=False, interval=2))',
-        'randomness = dict(seed=0)',
-    ]
-    with open(path, 'w') as f:
-        f.write('\n'.join(lines) + '\n')
-    return metainfo
-
-
-def train_and_evaluate_on_camvid(zoo_config, tmp_path, tta=False):
-    """tools/train.py (2 iterations of batch 2, write_camvid_config) then
-    tools/test.py (and --tta); checks the printed per-class IoU table,
-    aAcc and mIoU; returns the outputs and the class names."""
-    root = shared_dataset('camvid_ade')
-    config = str(tmp_path / f'camvid_{osp.basename(zoo_config)}')
-    metainfo = write_camvid_config(zoo_config, root, config)
-    work = str(tmp_path / 'work')
-    ckpt = osp.join(work, 'iter_2.pth')
-    commands = [['tools/train.py', config, '--work-dir', work],
-                ['tools/test.py', config, ckpt, '--work-dir', work]]
-    if tta:
-        commands.append(['tools/test.py', config, ckpt, '--work-dir', work,
-                         '--tta'])
-    outs = run_tools(*commands)
-    assert re.search(r'Iter\(train\) \[2/2\]', outs[0]), outs[0][-3000:]
-    assert osp.isfile(ckpt), outs[0][-3000:]
-    for out in outs[1:]:
-        assert re.search(r'Iter\(test\) \[2/2\]', out), out[-3000:]
-        # mmseg's IoUMetric: per-class table and the summary
-        assert 'per class results' in out, out[-3000:]
-        for cls in metainfo['classes']:
-            assert re.search(rf'\|\s*{cls}\s*\|', out), (cls, out[-3000:])
-        assert re.search(r'aAcc: [\d.]+\s+mIoU: [\d.]+', out), out[-3000:]
-    return outs
-
-
+@pytest.mark.slow
 def test_upernet_swin_t_trains_and_tests_on_camvid_ade(tmp_path):
     name = 'upernet_swin-t-p4-w7_8xb2-160k_ade20k-512x512.py'
     _, test_out, tta_out = train_and_evaluate_on_camvid(

@@ -1,26 +1,26 @@
-"""Every COCO detection config of the Swin zoo (configs/swin/), end to end.
+"""Every COCO detection config of the Swin zoo (configs/swin/): its recipe as
+mmengine resolves it, its metafile entry, and a run on coco128.
 
-Each config is inherited, by absolute path, by a small override config
-written in tmp_path that keeps the zoo model and its augmentation pipeline
-but shrinks the run: 2 coco128 images from ../shared/data (a grayscale one,
-and one with many small objects and a crowd region), 1 image per batch, so 2
-training iterations in 1 epoch of the config's own loop and schedule; images
-at 0.3x the recipe's scales (its augmentations are kept); fewer proposals and
-sampled RoIs per image; random initialisation (no pretrained download); no
-validation during training. Then tools/test.py evaluates the checkpoint on
-the same 2 images with mmdet's CocoMetric (score threshold 0, so that an
-almost untrained model still has detections to score).
+The run inherits the config, by absolute path, in a small override written
+in tmp_path (tests/helpers/coco128.py) that keeps the zoo model and its
+augmentation pipeline but shrinks the data: 2 coco128 images from
+../shared/data (a grayscale one, and one with many small objects and a crowd
+region), 1 image per batch, images at 0.3x the recipe's scales, fewer
+proposals and sampled RoIs, random initialisation. One config per model
+family trains 2 iterations through tools/train.py and is evaluated by
+tools/test.py with mmdet's CocoMetric; every other config takes one loss
+step on what the Runner builds from the same override.
 """
 import glob
-import json
 import os.path as osp
-import re
 
 import pytest
 import yaml
 from mmengine.config import Config
 
-from conftest import REPO, plain as _plain, run_tools, shared_dataset
+from helpers import REPO
+from helpers.coco128 import (loss_step_on_coco128,
+                             train_and_evaluate_on_coco128)
 
 ZOO_DIR = osp.join(REPO, 'configs', 'swin')
 
@@ -112,140 +112,6 @@ NECK_IN = {'tiny': [96, 192, 384, 768], 'small': [96, 192, 384, 768],
            'base': [128, 256, 512, 1024], 50: [256, 512, 1024, 2048]}
 SWIN_URL = ('https://github.com/SwinTransformer/storage/releases/download/'
             'v1.0.0/swin_{}_patch4_window7_224.pth')
-
-SCALE = 0.3  # of the recipe's image sizes: short side 144..240, long <= 400
-NUM_IMAGES = 2
-
-
-def _scaled(value):
-    if isinstance(value, (list, tuple)) and value and \
-            isinstance(value[0], (list, tuple)):
-        return [_scaled(v) for v in value]
-    return tuple(max(32, int(round(v * SCALE))) for v in value)
-
-
-def shrink_pipeline(pipeline):
-    """The same transforms with every resize scale and crop size x SCALE."""
-    if isinstance(pipeline, list):
-        return [shrink_pipeline(t) for t in pipeline]
-    t = dict(pipeline)
-    for key in ('scale', 'scales', 'crop_size'):
-        if isinstance(t.get(key), (list, tuple)):
-            t[key] = _scaled(t[key])
-    if 'transforms' in t:
-        t['transforms'] = shrink_pipeline(t['transforms'])
-    return t
-
-
-def shrink_train_test_cfg(model):
-    """Fewer proposals and RoIs per image, score threshold 0 (the model is
-    almost untrained), at most 10 detections per image; the architecture is
-    left as it is."""
-    train_cfg, test_cfg = model.get('train_cfg'), model.get('test_cfg')
-    if train_cfg and train_cfg.get('rpn_proposal'):
-        train_cfg['rpn_proposal'].update(nms_pre=200, max_per_img=64)
-    if train_cfg and train_cfg.get('rcnn'):
-        stages = train_cfg['rcnn']
-        for stage in stages if isinstance(stages, list) else [stages]:
-            sampler = stage.get('sampler', {})
-            if 'num' in sampler:
-                sampler['num'] = 32
-    if test_cfg and test_cfg.get('rpn'):
-        test_cfg['rpn'].update(nms_pre=200, max_per_img=32)
-    head = test_cfg.get('rcnn', test_cfg) if test_cfg else {}
-    if 'score_thr' in head:
-        head['score_thr'] = 0.0
-    if 'max_per_img' in head:
-        head['max_per_img'] = 10
-    return dict(train_cfg=train_cfg, test_cfg=test_cfg)
-
-
-def write_override(zoo_config, root, ann_file, path):
-    """A config inheriting the zoo config by absolute path, shrunk."""
-    cfg = Config.fromfile(zoo_config)
-    model = shrink_train_test_cfg(_plain(cfg.model))
-    dataset = dict(data_root=root + '/', ann_file=ann_file,
-                   data_prefix=dict(img='images/'))
-    loader = dict(num_workers=0, persistent_workers=False)
-    lines = [
-        f'_base_ = {zoo_config!r}',
-        'model = dict(backbone=dict(init_cfg=None), '
-        f'train_cfg={model["train_cfg"]!r}, test_cfg={model["test_cfg"]!r})',
-        f'train_dataloader = dict(batch_size=1, **{loader!r}, '
-        f'dataset=dict(**{dataset!r}, '
-        'pipeline='
-        f'{shrink_pipeline(_plain(cfg.train_dataloader.dataset.pipeline))!r}'
-        '))',
-        f'test_dataloader = dict(**{loader!r}, dataset=dict(**{dataset!r}, '
-        'pipeline='
-        f'{shrink_pipeline(_plain(cfg.test_dataloader.dataset.pipeline))!r}'
-        '))',
-        f'test_evaluator = dict(ann_file={ann_file!r})',
-        'val_dataloader = None',
-        'val_cfg = None',
-        'val_evaluator = None',
-        'train_cfg = dict(max_epochs=1)',
-        'default_hooks = dict(logger=dict(interval=1), '
-        'checkpoint=dict(interval=1, save_optimizer=False))',
-        'randomness = dict(seed=0)',
-    ]
-    with open(path, 'w') as f:
-        f.write('\n'.join(lines) + '\n')
-    return cfg
-
-
-def coco128_files(directory):
-    """coco128 and a NUM_IMAGES-image annotation file written in
-    ``directory``: the grayscale image, the first one with a crowd region,
-    then the first annotated images. Returns (root, ann file, count)."""
-    root = shared_dataset('coco128')
-    with open(osp.join(root, 'annotations', 'instances.json')) as f:
-        coco = json.load(f)
-    with_gt = {a['image_id'] for a in coco['annotations']}
-    crowd = sorted({a['image_id'] for a in coco['annotations']
-                    if a['iscrowd']})
-    keep = [i['id'] for i in coco['images']
-            if i['file_name'] == '000000000086.jpg'] + crowd[:1]
-    for image in coco['images']:
-        if len(set(keep)) >= NUM_IMAGES:
-            break
-        if image['id'] in with_gt:
-            keep.append(image['id'])
-    keep = set(keep)
-    subset = dict(
-        coco,
-        images=[i for i in coco['images'] if i['id'] in keep],
-        annotations=[a for a in coco['annotations'] if a['image_id'] in keep])
-    path = osp.join(str(directory), 'subset.json')
-    with open(path, 'w') as f:
-        json.dump(subset, f)
-    return root, path, len(keep)
-
-
-def train_and_evaluate_on_coco128(zoo_config, tmp_path, mask=True):
-    """tools/train.py (2 iterations, shrunk as write_override says) then
-    tools/test.py on the same coco128 images; checks the printed COCO
-    metrics and returns both outputs."""
-    root, subset, num_images = coco128_files(tmp_path)
-    config = str(tmp_path / f'tiny_{osp.basename(zoo_config)}')
-    write_override(zoo_config, root, subset, config)
-    work = str(tmp_path / 'work')
-    ckpt = osp.join(work, 'epoch_1.pth')
-    train_out, test_out = run_tools(
-        ['tools/train.py', config, '--work-dir', work],
-        ['tools/test.py', config, ckpt, '--work-dir', work])
-    # 1 image per batch: one training iteration per image
-    assert re.search(r'Epoch\(train\) \[1\]\[{0}/{0}\]'.format(num_images),
-                     train_out), train_out[-3000:]
-    assert osp.isfile(ckpt), train_out[-3000:]
-    assert re.search(r'\[{0}/{0}\]'.format(num_images), test_out), \
-        test_out[-3000:]
-    assert 'Average Precision' in test_out
-    assert re.search(r'coco/bbox_mAP: [\d.]+', test_out), test_out[-3000:]
-    if mask:
-        assert re.search(r'coco/segm_mAP: [\d.]+', test_out), \
-            test_out[-3000:]
-    return train_out, test_out
 
 
 def test_zoo_list_is_complete():
@@ -366,7 +232,29 @@ def test_zoo_config_recipe(name):
     assert cfg.default_scope == 'mmdet'
 
 
-@pytest.mark.parametrize('name', ZOO_CONFIGS)
+# One config per model family runs end to end through the tools; the
+# families' other configs build the same heads with another backbone size or
+# schedule. Cascade Mask R-CNN's end-to-end run is
+# tests/test_tools.py::test_coco128_train_then_test (the main config, shrunk
+# through --cfg-options); Mask R-CNN's are the release checkpoints evaluated
+# by tools/test.py in tests/test_release_checkpoints.py.
+END_TO_END = [
+    'atss_swin-t-p4-w7_fpn_ms-3x_coco.py',
+    'sparse-rcnn_swin-t-p4-w7_fpn_300-proposals_ms-3x_coco.py',
+    'reppoints-v2_swin-t-p4-w7_bifpn_giou-qfl_ms-480-960-3x_coco.py',
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('name', END_TO_END)
 def test_zoo_config_train_then_test_on_coco128(name, tmp_path):
     train_and_evaluate_on_coco128(osp.join(ZOO_DIR, name), tmp_path,
                                   mask=SPEC[name]['mask'])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    'name', [n for n in ZOO_CONFIGS if n not in END_TO_END])
+def test_zoo_config_loss_step_on_coco128(name, tmp_path):
+    loss_step_on_coco128(osp.join(ZOO_DIR, name), tmp_path,
+                         mask=SPEC[name]['mask'])

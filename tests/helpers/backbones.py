@@ -1,0 +1,32 @@
+"""The backbone configurations that the mode and precision tests walk
+through: every Swin attention/shift variant with its own code path, the
+HTC++ global block, RSWAtt, and (for autocast) Performer and the TNT
+pyramid."""
+
+
+BACKBONES = {
+    'swin-cyclic': dict(type='SwinTransformer', arch='tiny'),
+    'swin-padding': dict(type='SwinTransformer', arch='tiny',
+                         shift_mode='padding'),
+    'swin-sliding': dict(type='SwinTransformer', arch='tiny',
+                         attn_type='sliding_blocked'),
+    'swin-sliding-naive': dict(type='SwinTransformer', arch='tiny',
+                               attn_type='sliding'),
+    'swin-global-block': dict(type='SwinTransformer', arch='tiny',
+                              extra_global_block=True),
+    'rswatt': dict(type='RSWAttTransformer', arch='tiny'),
+}
+
+
+# Mixed precision. CUDA autocast runs LayerNorm in fp32 while the linears
+# run in half precision, so the residual stream (fp32) meets half-precision
+# attention outputs; CPU autocast keeps LayerNorm in the autocast dtype and
+# hides that. The hooks below make CPU autocast produce fp32 LayerNorm
+# outputs, as CUDA's does, so the mixed-dtype residual is exercised here.
+AUTOCAST_BACKBONES = {
+    **BACKBONES,
+    'swin-performer': dict(type='SwinTransformer', arch='tiny',
+                           attn_type='performer', position='absolute'),
+    'tnt-pyramid': dict(type='TNT', arch='small', out_type='pyramid',
+                        img_size=128),
+}
