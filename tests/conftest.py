@@ -31,7 +31,7 @@ SEG_DEMO_CONFIG = osp.join(REPO, 'configs', 'demo',
 # Checkpoint bytes one run of the whole suite may leave in its folders: a
 # guard against growth at about the measured total (docs/testing.md
 # #checkpoints-written); the aim is 2 GiB.
-CHECKPOINT_BUDGET = 12 * 1024**3
+CHECKPOINT_BUDGET = 16 * 1024**3
 _checkpoint_bytes = {}  # test or module node id -> bytes of *.pth written
 
 
@@ -73,17 +73,17 @@ XDIST_GROUPS = {
 }
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        if item.get_closest_marker('dist') and \
-                not item.get_closest_marker('slow'):
-            raise pytest.UsageError(
-                f'{item.nodeid} is marked dist but not slow: every test '
-                'that starts several processes is slow (pytest.ini)')
-        group = XDIST_GROUPS.get(item.module.__name__)
-        if group:
-            item.add_marker(pytest.mark.xdist_group(group))
+def pytest_itemcollected(item):
+    # marks added here exist before any pytest_collection_modifyitems,
+    # among them xdist's, which reads the groups
+    if item.get_closest_marker('dist') and \
+            not item.get_closest_marker('slow'):
+        raise pytest.UsageError(
+            f'{item.nodeid} is marked dist but not slow: every test '
+            'that starts several processes is slow (pytest.ini)')
+    group = XDIST_GROUPS.get(item.module.__name__)
+    if group:
+        item.add_marker(pytest.mark.xdist_group(group))
 
 
 def pytest_collection_finish(session):
@@ -98,6 +98,15 @@ def pytest_collection_finish(session):
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_node_collection_finished(node, ids):
     config = node.config
+    if config.getvalue('dist') == 'loadgroup':
+        ungrouped = [i for i in ids if '@' not in i and osp.splitext(
+            osp.basename(i.split('::')[0]))[0] in XDIST_GROUPS]
+        if ungrouped:
+            pytest.exit(
+                f'pytest-xdist did not apply the group of {ungrouped[0]}: with '
+                'this pytest/pytest-xdist pair --dist loadgroup would run a '
+                "group's shared fixtures once per worker (see the pytest pin "
+                'in requirements/tests.txt)', returncode=3)
     if config.getoption('whole_suite') and \
             not getattr(config, '_mmvisattn_size_checked', False):
         config._mmvisattn_size_checked = True

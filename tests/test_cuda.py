@@ -149,6 +149,7 @@ def test_window_attention_runs_on_a_fused_sdpa_kernel(dtype):
     assert all(torch.isfinite(o).all() for o in outs)
 
 
+@pytest.mark.slow  # inductor may start compile worker processes
 def test_torch_compile_equals_eager():
     _, gpu = _pair('swin-cyclic')
     gpu.eval()
