@@ -31,7 +31,7 @@ SEG_DEMO_CONFIG = osp.join(REPO, 'configs', 'demo',
 # Checkpoint bytes one run of the whole suite may leave in its folders: a
 # guard against growth at about the measured total (docs/testing.md
 # #checkpoints-written); the aim is 2 GiB.
-CHECKPOINT_BUDGET = 16 * 1024**3
+CHECKPOINT_BUDGET = 20 * 1024**3
 _checkpoint_bytes = {}  # test or module node id -> bytes of *.pth written
 
 
