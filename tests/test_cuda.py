@@ -28,10 +28,12 @@ pytestmark = [
 VARIANTS = {
     **AUTOCAST_BACKBONES,
     'swin-abspos': dict(type='SwinTransformer', arch='tiny',
-                        position='absolute'),
-    'swin-norel': dict(type='SwinTransformer', arch='tiny', position='none'),
-    'swin-noshift': dict(type='SwinTransformer', arch='tiny',
-                         shift_mode='none'),
+                        use_abs_pos_embed=True, attn_cfg=dict(
+                            type='WindowAttention', relative_position=False)),
+    'swin-norel': dict(type='SwinTransformer', arch='tiny', attn_cfg=dict(
+        type='WindowAttention', relative_position=False)),
+    'swin-noshift': dict(type='SwinTransformer', arch='tiny', attn_cfg=dict(
+        type='WindowAttention', shift_mode='none')),
     'tnt-cls-token': dict(type='TNT', arch='small', out_type='cls_token',
                           img_size=128),
 }

@@ -64,13 +64,13 @@ def test_equals_mmdet_swin(swin_t, mmdet_swin_t, shape):
 def test_inference_fast_path_equals_autograd_path(swin_t):
     """no_grad takes the fused path (packed linears, residual scatter-add,
     in-place MLP chunks); with autograd on, the plain differentiable one."""
-    from mmvisattn.ops.linear import plain_linears
+    from mmvisattn.ops import use_backend
     torch.manual_seed(2)
     x = torch.randn(1, 3, 300, 340)
     with torch.no_grad():
         fast = swin_t(x)
     slow = swin_t(x)
-    with torch.no_grad(), plain_linears():
+    with torch.no_grad(), use_backend('plain'):
         unpacked = swin_t(x)
     for a, b, c in zip(fast, slow, unpacked):
         assert b.requires_grad

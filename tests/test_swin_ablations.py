@@ -23,14 +23,19 @@ CONFIGS = sorted(osp.basename(p)
                  for p in glob.glob(osp.join(ABLATIONS, '*.py')))
 # name tag -> the backbone keys it sets (Tables 4, 5 and 6)
 SWITCHES = {
-    'noshift': dict(shift_mode='none'),
-    'nopos': dict(position='none'),
-    'abspos': dict(position='absolute'),
-    'absrelpos': dict(position='absolute+relative'),
-    'relpos-noapp': dict(position='relative_only'),
-    'sliding': dict(attn_type='sliding_blocked'),
-    'performer': dict(attn_type='performer', position='absolute'),
-    'padding': dict(shift_mode='padding'),
+    'noshift': dict(attn_cfg=dict(type='WindowAttention', shift_mode='none')),
+    'nopos': dict(attn_cfg=dict(type='WindowAttention',
+                                relative_position=False)),
+    'abspos': dict(use_abs_pos_embed=True, attn_cfg=dict(
+        type='WindowAttention', relative_position=False)),
+    'absrelpos': dict(use_abs_pos_embed=True),
+    'relpos-noapp': dict(attn_cfg=dict(type='WindowAttention',
+                                       use_content=False)),
+    'sliding': dict(attn_cfg=dict(type='HaloSlidingWindowAttention')),
+    'performer': dict(use_abs_pos_embed=True,
+                      attn_cfg=dict(type='PerformerAttention')),
+    'padding': dict(attn_cfg=dict(type='WindowAttention',
+                                  shift_mode='padding')),
 }
 TAG = re.compile(r'swin-t-p4-w7-([a-z-]+?)_')
 

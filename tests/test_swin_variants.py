@@ -15,7 +15,9 @@ import torch.nn.functional as F
 
 from helpers import REPO
 from mmvisattn.models.backbones import SwinTransformer
-from mmvisattn.models.layers.window_msa import (SwinAttention,
+from mmvisattn.models.layers.window_msa import (GlobalAttention,
+                                                SwinAttention,
+                                                WindowAttention,
                                                 build_swin_attention)
 from mmvisattn.ops import (orthogonal_random_features, performer_attention,
                            sliding_window_attention_blocked,
@@ -32,6 +34,27 @@ def _one_thread():
 
 
 C, HEADS = 12, 3  # SwinAttention width for the property tests
+SLIDING_KINDS = ['SlidingWindowAttention', 'HaloSlidingWindowAttention']
+# The paper's rows (Tables 4 to 6) in the one API: SwinTransformer options
+VARIANTS = {
+    'window-cyclic': {},
+    'window-noshift': dict(
+        attn_cfg=dict(type='WindowAttention', shift_mode='none')),
+    'window-padding': dict(
+        attn_cfg=dict(type='WindowAttention', shift_mode='padding')),
+    'sliding': dict(attn_cfg=dict(type='SlidingWindowAttention')),
+    'sliding-halo': dict(attn_cfg=dict(type='HaloSlidingWindowAttention')),
+    'performer-abspos': dict(use_abs_pos_embed=True,
+                             attn_cfg=dict(type='PerformerAttention')),
+    'global': dict(attn_cfg=dict(type='GlobalAttention')),
+    'window-abspos': dict(use_abs_pos_embed=True, attn_cfg=dict(
+        type='WindowAttention', relative_position=False)),
+    'window-absrelpos': dict(use_abs_pos_embed=True),
+    'window-relpos-noapp': dict(
+        attn_cfg=dict(type='WindowAttention', use_content=False)),
+    'window-nopos': dict(
+        attn_cfg=dict(type='WindowAttention', relative_position=False)),
+}
 
 
 def _attn(window_size=4, seed=0, **kwargs):
@@ -117,13 +140,13 @@ def test_padding_shift_equals_cyclic_shift_on_window_multiples(ws):
 
 
 # ------------------------------------------------------------ sliding windows
-@pytest.mark.parametrize('attn_type', ['sliding', 'sliding_blocked'])
+@pytest.mark.parametrize('kind', SLIDING_KINDS)
 @pytest.mark.parametrize('M,hw', [(3, (6, 7)), (4, (6, 7)), (5, (3, 4))])
-def test_sliding_query_sees_exactly_its_neighbourhood(attn_type, M, hw):
+def test_sliding_query_sees_exactly_its_neighbourhood(kind, M, hw):
     """Query q sees key q + (dy, dx), dy, dx in [-M//2, M-1-M//2]; border
     queries see the part of that neighbourhood inside the image."""
     H, W = hw
-    attn = _attn(M, attn_type=attn_type)
+    attn = _attn(M, type=kind)
     x = torch.randn(1, H, W, C)
     lo, hi = -(M // 2), M - 1 - M // 2
     rows, cols = torch.arange(H)[:, None], torch.arange(W)[None, :]
@@ -134,15 +157,15 @@ def test_sliding_query_sees_exactly_its_neighbourhood(attn_type, M, hw):
         assert torch.equal(_changed(attn, x, p), expected), p
 
 
-@pytest.mark.parametrize('attn_type', ['sliding', 'sliding_blocked'])
+@pytest.mark.parametrize('kind', SLIDING_KINDS)
 @pytest.mark.parametrize('M,hw', [(3, (5, 6)), (4, (5, 6)), (3, (2, 2))])
-def test_sliding_relative_bias_reads_offset_row(attn_type, M, hw):
-    """position='relative_only': weights are softmax(bias) over the in-image
+def test_sliding_relative_bias_reads_offset_row(kind, M, hw):
+    """use_content=False: weights are softmax(bias) over the in-image
     neighbours, the bias of key offset (dy, dx) = key - query being the table
     row of query - key, (-dy+M-1)*(2M-1) + (-dx+M-1), as in window attention
     (one table serves both); the output is that weighted mean of v."""
     H, W = hw
-    attn = _attn(M, attn_type=attn_type, position='relative_only')
+    attn = _attn(M, type=kind, use_content=False)
     x = torch.randn(1, H, W, C)
     d = C // HEADS
     table = attn.relative_position_bias_table.detach()
@@ -252,11 +275,11 @@ def test_performer_features_are_seeded_and_orthogonal():
         torch.testing.assert_close(unit @ unit.T, torch.eye(len(block)),
                                    atol=1e-5, rtol=0)
     # the module draws its projection from the global seed and keeps it
-    one = _attn(4, seed=3, attn_type='performer', position='none',
+    one = _attn(4, seed=3, type='PerformerAttention',
                 performer_features=32)
-    two = _attn(4, seed=3, attn_type='performer', position='none',
+    two = _attn(4, seed=3, type='PerformerAttention',
                 performer_features=32)
-    three = _attn(4, seed=4, attn_type='performer', position='none',
+    three = _attn(4, seed=4, type='PerformerAttention',
                   performer_features=32)
     assert one.performer_projection.shape == (32, C // HEADS)
     assert torch.equal(one.performer_projection, two.performer_projection)
@@ -270,7 +293,7 @@ def test_performer_features_are_seeded_and_orthogonal():
 
 # --------------------------------------------------------------------- global
 def test_global_equals_explicit_softmax_over_all_tokens():
-    attn = _attn(4, attn_type='global', position='none')
+    attn = _attn(4, type='GlobalAttention')
     B, H, W = 2, 5, 6
     x = torch.randn(B, H, W, C)
     d = C // HEADS
@@ -295,22 +318,21 @@ def _small_swin(**kwargs):
     return model.eval()
 
 
-@pytest.mark.parametrize('position,absolute,relative', [
-    ('relative', False, True), ('absolute', True, False),
-    ('none', False, False), ('absolute+relative', True, True),
-    ('relative_only', False, True)
+@pytest.mark.parametrize('row,absolute,relative', [
+    ('window-cyclic', False, True), ('window-abspos', True, False),
+    ('window-nopos', False, False), ('window-absrelpos', True, True),
+    ('window-relpos-noapp', False, True)
 ])
-def test_position_modes_own_the_right_parameters(position, absolute,
-                                                 relative):
+def test_position_rows_own_the_right_parameters(row, absolute, relative):
     model = SwinTransformer(arch='tiny', depths=(1, 1), num_heads=(3, 6),
-                            out_indices=(0, 1), position=position)
+                            out_indices=(0, 1), **VARIANTS[row])
     names = dict(model.named_parameters())
     assert ('absolute_pos_embed' in names) == absolute
     attns = [m for m in model.modules() if isinstance(m, SwinAttention)]
     assert len(attns) == 2
     for attn in attns:
         assert (attn.relative_position_bias_table is not None) == relative
-        assert attn.use_content == (position != 'relative_only')
+        assert attn.use_content == (row != 'window-relpos-noapp')
     assert any('relative_position_bias_table' in n for n in names) == relative
 
 
@@ -324,9 +346,9 @@ def _perturb_qkv_rows(model, rows):
                 attn.qkv.bias[sel] += torch.randn_like(attn.qkv.bias[sel])
 
 
-@pytest.mark.parametrize('position', ['relative_only', 'relative'])
-def test_relative_only_ignores_query_and_key_weights(position):
-    model = _small_swin(position=position)
+@pytest.mark.parametrize('use_content', [False, True])
+def test_without_content_ignores_query_and_key_weights(use_content):
+    model = _small_swin(attn_cfg=dict(use_content=use_content))
     x = torch.randn(1, 3, 48, 56)
     with torch.no_grad():
         ref = model(x)
@@ -340,24 +362,11 @@ def test_relative_only_ignores_query_and_key_weights(position):
     assert all(not torch.allclose(a, b, atol=1e-3) for a, b in zip(out_v, ref))
     same = all(torch.allclose(a, b, atol=1e-6, rtol=0)
                for a, b in zip(out_qk, ref))
-    assert same == (position == 'relative_only')
+    assert same == (not use_content)
 
 
 # ------------------------------------------------- every variant: shapes, chunks
-VARIANTS = [
-    ('window', 'cyclic', 'relative'),
-    ('window', 'none', 'relative'),
-    ('window', 'padding', 'relative'),
-    ('sliding', 'cyclic', 'relative'),
-    ('sliding_blocked', 'cyclic', 'relative'),
-    ('performer', 'cyclic', 'absolute'),
-    ('global', 'cyclic', 'none'),
-    ('window', 'cyclic', 'absolute'),
-    ('window', 'cyclic', 'absolute+relative'),
-    ('window', 'cyclic', 'relative_only'),
-    ('window', 'cyclic', 'none'),
-]
-VARIANT_IDS = ['-'.join(v) for v in VARIANTS]
+VARIANT_IDS = sorted(VARIANTS)
 ODD_INPUT = (1, 3, 97, 130)
 
 
@@ -370,13 +379,11 @@ def default_shapes():
     return model.out_channels, [tuple(o.shape) for o in outs]
 
 
-@pytest.mark.parametrize('variant', VARIANTS, ids=VARIANT_IDS)
+@pytest.mark.parametrize('variant', VARIANT_IDS)
 def test_every_variant_keeps_output_shapes(variant, default_shapes):
-    attn_type, shift_mode, position = variant
     torch.manual_seed(0)
     model = SwinTransformer(arch='tiny', depths=(2, 2, 2, 2),
-                            attn_type=attn_type, shift_mode=shift_mode,
-                            position=position).eval()
+                            **VARIANTS[variant]).eval()
     with torch.no_grad():
         outs = model(torch.randn(*ODD_INPUT))
     channels, shapes = default_shapes
@@ -469,30 +476,52 @@ def test_torch_compile_fullgraph_matches_eager():
 
 
 # ---------------------------------------------------------------- bad configs
-@pytest.mark.parametrize('kwargs,field', [
-    (dict(attn_type='swin'), 'attn_type'),
-    (dict(shift_mode='roll'), 'shift_mode'),
-    (dict(position='learned'), 'position'),
-    (dict(attn_type='performer', position='relative'), 'position'),
-    (dict(attn_type='performer'), 'position'),  # default position: relative
-    (dict(attn_type='global', position='absolute+relative'), 'position'),
-    (dict(attn_type='global', position='relative_only'), 'position'),
+@pytest.mark.parametrize('attn_cfg,error,words', [
+    (dict(type='WindowAttention', shift_mode='roll'), ValueError,
+     ["shift_mode='roll'"]),
+    (dict(type='PerformerAttention', relative_position=True), ValueError,
+     ['relative_position=True', 'use_abs_pos_embed']),
+    (dict(type='GlobalAttention', use_content=False), ValueError,
+     ['use_content=False']),
+    (dict(type='WindowAttention', relative_position=False,
+          use_content=False), ValueError, ['use_content=False']),
+    # an option the kind does not take is named, with the kind's options
+    (dict(type='GlobalAttention', shift_mode='none'), TypeError,
+     ["['shift_mode']", 'GlobalAttention', 'relative_position']),
+    (dict(type='WindowAttention', performer_features=8), TypeError,
+     ["['performer_features']", 'WindowAttention']),
+    (dict(type='Nope'), ValueError, ["type='Nope' is not a Swin",
+                                     'HaloSlidingWindowAttention']),
 ])
-def test_bad_variant_fields_are_refused(kwargs, field):
-    with pytest.raises(ValueError, match=field) as err:
+def test_bad_attention_options_are_refused(attn_cfg, error, words):
+    for build in (
+            lambda: SwinTransformer(depths=(1, 1), num_heads=(3, 6),
+                                    out_indices=(0, 1), attn_cfg=attn_cfg),
+            lambda: build_swin_attention(C, HEADS, 4, **attn_cfg)):
+        with pytest.raises(error) as err:
+            build()
+        for word in words:
+            assert word in str(err.value), str(err.value)
+
+
+@pytest.mark.parametrize('old,new', [
+    (dict(attn_type='sliding'), "'sliding' -> 'SlidingWindowAttention'"),
+    (dict(shift_mode='padding'),
+     "attn_cfg=dict(type='WindowAttention', shift_mode=...)"),
+    (dict(position='absolute'),
+     "'absolute' -> use_abs_pos_embed=True with relative_position=False"),
+    (dict(attn_cfg=dict(attn_type='global')),
+     "'global' -> 'GlobalAttention'"),
+    (dict(attn_cfg=dict(position='relative_only')),
+     "'relative_only' -> use_content=False"),
+])
+def test_the_older_keys_name_the_new_form(old, new):
+    """attn_type=, position= and the backbone's shift_mode= are gone; each
+    says what to write instead."""
+    with pytest.raises(TypeError, match='is no longer an option') as err:
         SwinTransformer(depths=(1, 1), num_heads=(3, 6), out_indices=(0, 1),
-                        **kwargs)
-    bad = [v for v in kwargs.values() if f'{v!r}' in str(err.value)]
-    assert bad, str(err.value)  # names the offending value too
-    with pytest.raises(ValueError, match=field):
-        build_swin_attention(C, HEADS, 4, **kwargs)
-
-
-def test_valid_global_variants_build():
-    for kwargs in (dict(attn_type='performer', position='absolute'),
-                   dict(attn_type='performer', position='none'),
-                   dict(attn_type='global', position='none')):
-        build_swin_attention(C, HEADS, 4, **kwargs)
+                        **old)
+    assert new in str(err.value), str(err.value)
 
 
 # ----------------------------------------- every variant in detector/segmentor
@@ -505,11 +534,9 @@ SEG_CONFIG = osp.join(REPO, 'configs', 'demo', 'upernet_swin-t_shapes-ade.py')
 def _load_config(path, variant):
     from mmengine.config import Config
     cfg = Config.fromfile(path)
-    attn_type, shift_mode, position = variant
     # depths shrunk for speed; widths stay (the necks' channels are fixed)
-    cfg.model.backbone.update(
-        attn_type=attn_type, shift_mode=shift_mode, position=position,
-        depths=(2, 2, 2, 2), init_cfg=None)
+    cfg.model.backbone.update(depths=(2, 2, 2, 2), init_cfg=None,
+                              **copy.deepcopy(VARIANTS[variant]))
     return cfg
 
 
@@ -583,13 +610,15 @@ def _train_step_checks(model, batch, expected_losses):
 
 
 def _check_backbone(model, variant):
-    attn_type, shift_mode, position = variant
+    attn_cfg = VARIANTS[variant].get('attn_cfg', {})
     attn = model.backbone.layers[0].blocks[1].attn
-    assert (attn.attn_type, attn.shift_mode) == (attn_type, shift_mode)
+    assert type(attn).__name__ == attn_cfg.get('type', 'WindowAttention')
+    assert getattr(attn, 'shift_mode', None) == attn_cfg.get(
+        'shift_mode', 'cyclic' if isinstance(attn, WindowAttention) else None)
     assert model.backbone.depths == (2, 2, 2, 2)
 
 
-@pytest.mark.parametrize('variant', VARIANTS, ids=VARIANT_IDS)
+@pytest.mark.parametrize('variant', VARIANT_IDS)
 def test_variant_trains_in_cascade_mask_rcnn(variant):
     cfg = _load_config(DET_CONFIG, variant)
     # fewer sampled RoIs/proposals for speed: same heads and losses
@@ -604,7 +633,7 @@ def test_variant_trains_in_cascade_mask_rcnn(variant):
          's0.loss_mask', 's2.loss_cls', 's2.loss_bbox', 's2.loss_mask'})
 
 
-@pytest.mark.parametrize('variant', VARIANTS, ids=VARIANT_IDS)
+@pytest.mark.parametrize('variant', VARIANT_IDS)
 def test_variant_trains_in_upernet(variant):
     cfg = _load_config(SEG_CONFIG, variant)
     cfg.model.data_preprocessor.size = (64, 64)
@@ -614,13 +643,13 @@ def test_variant_trains_in_upernet(variant):
                        {'decode.loss_ce', 'aux.loss_ce'})
 
 
-@pytest.mark.parametrize('attn_type', ['sliding', 'sliding_blocked'])
-def test_sliding_and_window_read_the_table_alike(attn_type):
+@pytest.mark.parametrize('kind', SLIDING_KINDS)
+def test_sliding_and_window_read_the_table_alike(kind):
     """On an M x M map (M odd) the centre query's sliding neighbourhood is
     the whole map, which is also its window: same weights, same output."""
     M = 5
-    window = _attn(M, attn_type='window', shift_mode='none')
-    sliding = _attn(M, attn_type=attn_type)
+    window = _attn(M, type='WindowAttention', shift_mode='none')
+    sliding = _attn(M, type=kind)
     sliding.load_state_dict(window.state_dict())
     x = torch.randn(1, M, M, C)
     with torch.no_grad():
@@ -644,7 +673,7 @@ def test_extra_global_block_mixes_all_tokens_and_loads_pretrained(tmp_path):
         init_cfg=dict(type='Pretrained', checkpoint=str(path)), **kwargs)
     model.init_weights()
     model.eval()
-    assert model.global_block.attn.attn_type == 'global'
+    assert isinstance(model.global_block.attn, GlobalAttention)
     for key, value in plain.state_dict().items():
         torch.testing.assert_close(model.state_dict()[key], value)
     # 112x112 input: the last map is 14x14 = 2x2 windows of 7; perturb a
@@ -660,51 +689,15 @@ def test_extra_global_block_mixes_all_tokens_and_loads_pretrained(tmp_path):
     assert far_plain.abs().max() < 1e-6
 
 
-def test_content_term_is_its_own_switch():
-    """``attn_cfg=dict(use_content=False)`` drops the q.k term;
-    ``position='relative_only'`` is an alias of it on the relative bias
-    (same parameters, same outputs), and the content term matters."""
-    torch.manual_seed(0)
-    alias = SwinTransformer(arch=dict(embed_dims=32, depths=(2, ),
-                                      num_heads=(2, )),
-                            position='relative_only', out_indices=(0, ))
-    flag = SwinTransformer(arch=dict(embed_dims=32, depths=(2, ),
-                                     num_heads=(2, )),
-                           attn_cfg=dict(use_content=False),
-                           out_indices=(0, ))
-    plain = SwinTransformer(arch=dict(embed_dims=32, depths=(2, ),
-                                      num_heads=(2, )), out_indices=(0, ))
-    flag.load_state_dict(alias.state_dict())
-    plain.load_state_dict(alias.state_dict())
-    x = torch.randn(1, 3, 56, 56)
-    for m in (alias, flag, plain):
-        m.eval()
-    with torch.no_grad():
-        torch.testing.assert_close(alias(x)[0], flag(x)[0])
-        assert (plain(x)[0] - flag(x)[0]).abs().max() > 1e-3
-
-
-def test_attention_kinds_are_registered_classes_and_the_strings_alias_them():
-    """attn_cfg=dict(type=...) builds each kind; the older attn_type strings
-    build the same class with the same weights and outputs."""
-    from mmvisattn.models.layers.window_msa import ATTN_TYPES
+def test_attention_kinds_are_registered_classes():
+    """attn_cfg=dict(type=...) builds each kind, in blocks and backbones."""
     from mmvisattn.registry import MODELS
-    x = torch.randn(2, 9, 7, C)
-    for alias, name in ATTN_TYPES.items():
-        position = 'none' if alias in ('performer', 'global') else 'relative'
-        by_type = _attn(type=name, position=position)
-        by_alias = _attn(attn_type=alias, position=position)
-        assert type(by_type) is type(by_alias) is MODELS.get(name)
-        assert by_type.attn_type == alias
-        with torch.no_grad():
-            torch.testing.assert_close(by_type(x, 2), by_alias(x, 2),
-                                       rtol=0, atol=0)
-    model = SwinTransformer(depths=(2, ), num_heads=(3, ), out_indices=(0, ),
-                            attn_cfg=dict(type='HaloSlidingWindowAttention'))
-    assert model.layers[0].blocks[1].attn.attn_type == 'sliding_blocked'
-    with pytest.raises(ValueError, match="type='Nope' is not a Swin"):
-        build_swin_attention(C, HEADS, 4, type='Nope')
-    with pytest.raises(ValueError, match='different attention kinds'):
-        SwinTransformer(depths=(2, ), num_heads=(3, ), out_indices=(0, ),
-                        attn_type='sliding',
-                        attn_cfg=dict(type='GlobalAttention'))
+    kinds = sorted(SwinAttention.kinds())
+    assert kinds == ['GlobalAttention', 'HaloSlidingWindowAttention',
+                     'PerformerAttention', 'SlidingWindowAttention',
+                     'WindowAttention']
+    for name in kinds:
+        assert type(_attn(type=name)) is MODELS.get(name)
+        model = SwinTransformer(depths=(2, ), num_heads=(3, ),
+                                out_indices=(0, ), attn_cfg=dict(type=name))
+        assert type(model.layers[0].blocks[1].attn) is MODELS.get(name)

@@ -58,7 +58,7 @@ from mmengine.analysis import FlopAnalyzer, parameter_count
 from mmengine.analysis.jit_handles import get_shape
 from torch.overrides import TorchFunctionMode
 
-from mmvisattn.ops.linear import plain_linears
+from mmvisattn.ops import use_backend
 
 # mmdet 2.x forward_dummy: box branch on 1000 random proposals, mask branch
 # on the first 100 of them.
@@ -466,7 +466,7 @@ def count_module_hooks(model: nn.Module, img: torch.Tensor,
                              lambda: stack[-1] if stack else '', counts,
                              shape_only)
     try:
-        with torch.no_grad(), plain_linears():
+        with torch.no_grad(), use_backend('plain'):
             if scopes or shape_only:
                 with mode:
                     forward(model, img)

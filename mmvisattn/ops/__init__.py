@@ -1,5 +1,6 @@
 """Pure tensor functions shared by every backbone: windows, masks, attention."""
 from .attention import attend, window_attention, window_attention_weights
+from .backend import BACKENDS, fast_path_allowed, use_backend
 from .linear import fast_linear, packed_weights_scope, run_packed
 from .masks import MASK_VALUE, padding_key_mask, shifted_window_mask
 from .neighborhood import (halo, halo_tiles, inside_image, outside_image_mask,
@@ -18,6 +19,7 @@ from .windows import (SHIFT_MODES, WindowLayout, pad_to_multiple,
                       window_layout, window_partition, window_reverse)
 
 __all__ = [
+    'BACKENDS', 'fast_path_allowed', 'use_backend',
     'window_partition', 'window_reverse', 'pad_to_multiple', 'window_layout',
     'WindowLayout', 'SHIFT_MODES', 'shifted_window_mask', 'padding_key_mask',
     'MASK_VALUE', 'relative_position_index', 'resize_relative_position_table',

@@ -4,10 +4,11 @@ PyTorch's eager ``F.linear`` re-reads the weight in its stored layout on
 every call; oneDNN can reorder it once into the blocked layout its GEMM
 kernels want (what ``torch.compile``'s CPU freezing pass does) and fuse the
 bias and an exact GELU into the GEMM. Same fp32 arithmetic, ~10-20% faster
-on the Swin shapes. Used only where no gradient is needed, inside
-:func:`packed_weights_scope` (one transformer block's or patch merging's
-call, whose chunks reuse the packed copy); everything else (training,
-autocast, other devices, torch.compile) takes ``F.linear``.
+on the Swin shapes. Used only inside :func:`packed_weights_scope`, which a block enters when
+:func:`mmvisattn.ops.backend.fast_path_allowed` says its fast path may run
+(one transformer block's or patch merging's call, whose chunks reuse the
+packed copy), and only on fp32 CPU tensors without autocast; everything
+else takes ``F.linear``.
 
 The packed copies live for one scope, never longer: weights can change
 between two forwards in ways no cheap key sees (mmengine's ``EMAHook``
@@ -22,8 +23,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-# Set to False to measure or debug the plain path.
-ENABLED = True
+from .backend import fast_path_allowed
+
 # Packed weights of the running scope, per thread (id(linear) -> (key,
 # packed)); never on the module, so deepcopy/pickle/state_dict of a model
 # never meet a oneDNN tensor.
@@ -47,26 +48,14 @@ def packed_weights_scope():
         _LOCAL.packed = None
 
 
-def run_packed(fn, *args):
-    """``fn(*args)`` inside :func:`packed_weights_scope`; under
-    ``torch.compile`` (which takes ``F.linear`` anyway and should not trace
-    the scope's thread-local state) plainly."""
-    if torch.compiler.is_compiling():
-        return fn(*args)
+def run_packed(module: nn.Module, fn, x: torch.Tensor, *args):
+    """``fn(x, *args)``, inside :func:`packed_weights_scope` when
+    ``module``'s fast path is allowed (:func:`fast_path_allowed`), plainly
+    otherwise."""
+    if not fast_path_allowed(module, x):
+        return fn(x, *args)
     with packed_weights_scope():
-        return fn(*args)
-
-
-@contextlib.contextmanager
-def plain_linears():
-    """Run every ``fast_linear`` as ``linear(x)`` inside the block (module
-    hooks then see the calls; tests compare both paths)."""
-    global ENABLED
-    before, ENABLED = ENABLED, False
-    try:
-        yield
-    finally:
-        ENABLED = before
+        return fn(x, *args)
 
 
 def _has_onednn() -> bool:
@@ -83,15 +72,13 @@ def _reorder(weight: torch.Tensor, rows: int) -> torch.Tensor:
 
 
 def _use_packed(x: torch.Tensor, linear: nn.Linear) -> bool:
-    return (ENABLED and _ONEDNN and not torch.compiler.is_compiling()
-            and getattr(_LOCAL, 'packed', None) is not None
+    # the scope is entered only where the block's fast path is allowed;
+    # what is left to check is what oneDNN's fp32 kernel takes
+    return (_ONEDNN and getattr(_LOCAL, 'packed', None) is not None
             and x.device.type == 'cpu'
             and x.dtype == torch.float32
             and linear.weight.dtype == torch.float32
-            and not (torch.is_grad_enabled() and
-                     (x.requires_grad or linear.weight.requires_grad))
-            and not torch.is_autocast_enabled('cpu')
-            and not torch.jit.is_tracing())  # FLOP counters trace aten.linear
+            and not torch.is_autocast_enabled('cpu'))
 
 
 def _packed_weight(linear: nn.Linear) -> torch.Tensor:

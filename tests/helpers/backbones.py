@@ -6,12 +6,12 @@ pyramid."""
 
 BACKBONES = {
     'swin-cyclic': dict(type='SwinTransformer', arch='tiny'),
-    'swin-padding': dict(type='SwinTransformer', arch='tiny',
-                         shift_mode='padding'),
+    'swin-padding': dict(type='SwinTransformer', arch='tiny', attn_cfg=dict(
+        type='WindowAttention', shift_mode='padding')),
     'swin-sliding': dict(type='SwinTransformer', arch='tiny',
-                         attn_type='sliding_blocked'),
+                         attn_cfg=dict(type='HaloSlidingWindowAttention')),
     'swin-sliding-naive': dict(type='SwinTransformer', arch='tiny',
-                               attn_type='sliding'),
+                               attn_cfg=dict(type='SlidingWindowAttention')),
     'swin-global-block': dict(type='SwinTransformer', arch='tiny',
                               extra_global_block=True),
     'rswatt': dict(type='RSWAttTransformer', arch='tiny'),
@@ -26,7 +26,8 @@ BACKBONES = {
 AUTOCAST_BACKBONES = {
     **BACKBONES,
     'swin-performer': dict(type='SwinTransformer', arch='tiny',
-                           attn_type='performer', position='absolute'),
+                           use_abs_pos_embed=True,
+                           attn_cfg=dict(type='PerformerAttention')),
     'tnt-pyramid': dict(type='TNT', arch='small', out_type='pyramid',
                         img_size=128),
 }

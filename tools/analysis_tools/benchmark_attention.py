@@ -122,16 +122,18 @@ from mmvisattn.models.layers.window_msa import \
 WINDOW = 7
 # (H = W, C, heads) of Swin-T's four stages for a 224x224 input
 STAGES = ((56, 96, 3), (28, 192, 6), (14, 384, 12), (7, 768, 24))
-# (row label, SwinAttention / SwinTransformer kwargs, paper key)
+# (row label, attn_cfg, paper key)
 VARIANTS = (
     ('cyclic shift (ours, default)', dict(), 'cyclic'),
-    ('padding shift', dict(shift_mode='padding'), 'padding'),
-    ('no shift (W-MSA only)', dict(shift_mode='none'), 'noshift'),
-    ('sliding window (naive)', dict(attn_type='sliding'), 'naive'),
-    ('sliding window (blocked kernel)', dict(attn_type='sliding_blocked'),
+    ('padding shift', dict(type='WindowAttention', shift_mode='padding'),
+     'padding'),
+    ('no shift (W-MSA only)', dict(type='WindowAttention', shift_mode='none'),
+     'noshift'),
+    ('sliding window (naive)', dict(type='SlidingWindowAttention'), 'naive'),
+    ('sliding window (blocked kernel)', dict(type='HaloSlidingWindowAttention'),
      'kernel'),
-    ('Performer', dict(attn_type='performer', position='none'), 'performer'),
-    ('global MSA', dict(attn_type='global', position='none'), None),
+    ('Performer', dict(type='PerformerAttention'), 'performer'),
+    ('global MSA', dict(type='GlobalAttention'), None),
 )
 MMDET_ROW = 'mmdet SW-MSA'
 # Table 5 of arXiv 2103.14030 (V100): ms of the MSA in each stage (Swin-T)
@@ -309,7 +311,8 @@ def backbone_throughput(args, device):
     for label, kwargs, _ in VARIANTS:
         try:
             torch.manual_seed(0)
-            model = SwinTransformer(arch='tiny', drop_path_rate=0., **kwargs)
+            model = SwinTransformer(arch='tiny', drop_path_rate=0.,
+                                    attn_cfg=kwargs)
             model.init_weights()
             model.to(device).eval()
             with torch.no_grad():
@@ -506,10 +509,10 @@ def scaling(args, device):
                 lambda m, x: m(x))
 
     rows = (('window (cyclic, shifted)', swin()),
-            ('sliding window (blocked)', swin(attn_type='sliding_blocked')),
+            ('sliding window (blocked)', swin(type='HaloSlidingWindowAttention')),
             ('RSWAtt, largest window 7', rswatt(7)),
             ('RSWAtt, windows 5 + 9', rswatt(5, 9)),
-            ('global MSA (SDPA)', swin(attn_type='global', position='none')))
+            ('global MSA (SDPA)', swin(type='GlobalAttention')))
     print(f'\nscaling: one stage-1 MSA layer (C={C}, {heads} heads, window '
           f'{WINDOW}, (s/4)^2 tokens), batch {args.batch}, inference; '
           f'median of {args.repeats} ({args.heavy_repeats} where a warm-up '

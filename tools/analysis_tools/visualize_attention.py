@@ -42,6 +42,7 @@ import mmvisattn  # noqa: E402,F401  (registers the backbones)
 from mmvisattn.models.backbones.rswatt import RSWAttTransformer  # noqa: E402
 from mmvisattn.models.backbones.swin import SwinTransformer  # noqa: E402
 from mmvisattn.models.backbones.tnt import TNT  # noqa: E402
+from mmvisattn.models.layers import WindowAttention  # noqa: E402
 from mmvisattn.checkpoint import load_pretrained  # noqa: E402
 from mmvisattn.ops import WindowLayout  # noqa: E402
 from mmvisattn.registry import MODELS  # noqa: E402
@@ -199,9 +200,9 @@ def swin_window_probs(attn: torch.nn.Module, x: torch.Tensor,
                       shift_size: int) -> WindowProbs:
     """Recompute ``attn(x, shift_size)``'s window attention probabilities
     (``x``: its (B, H, W, C) input) with its weights, as its forward does."""
-    if attn.attn_type != 'window':
-        raise ValueError(f"--config: attn_type={attn.attn_type!r}; only "
-                         "'window' attention has windows to show")
+    if not isinstance(attn, WindowAttention):
+        raise ValueError(f'--config: attn_cfg type={type(attn).__name__}; '
+                         'only WindowAttention has windows to show')
     probs, v, layout, mask = attn.window_probabilities(x, shift_size)
     return WindowProbs(probs, v, layout, mask)
 

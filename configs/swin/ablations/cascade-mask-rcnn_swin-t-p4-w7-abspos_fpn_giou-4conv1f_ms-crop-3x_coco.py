@@ -11,5 +11,6 @@ _base_ = '../cascade-mask-rcnn_swin-t-p4-w7_fpn_giou-4conv1f_ms-crop-3x_coco.py'
 pretrained = 'work_dirs/swin-t-p4-w7-abspos_16xb64_300e_in1k/epoch_300.pth'
 model = dict(
     backbone=dict(
-        position='absolute',
+        use_abs_pos_embed=True,
+        attn_cfg=dict(type='WindowAttention', relative_position=False),
         init_cfg=dict(type='Pretrained', checkpoint=pretrained)))

@@ -10,5 +10,5 @@ _base_ = '../cascade-mask-rcnn_swin-t-p4-w7_fpn_giou-4conv1f_ms-crop-3x_coco.py'
 pretrained = 'work_dirs/swin-t-p4-w7-absrelpos_16xb64_300e_in1k/epoch_300.pth'
 model = dict(
     backbone=dict(
-        position='absolute+relative',
+        use_abs_pos_embed=True,
         init_cfg=dict(type='Pretrained', checkpoint=pretrained)))

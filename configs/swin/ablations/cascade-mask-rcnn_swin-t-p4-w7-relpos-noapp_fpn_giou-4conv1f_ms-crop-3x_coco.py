@@ -11,5 +11,5 @@ _base_ = '../cascade-mask-rcnn_swin-t-p4-w7_fpn_giou-4conv1f_ms-crop-3x_coco.py'
 pretrained = 'work_dirs/swin-t-p4-w7-relpos-noapp_16xb64_300e_in1k/epoch_300.pth'
 model = dict(
     backbone=dict(
-        position='relative_only',
+        attn_cfg=dict(type='WindowAttention', use_content=False),
         init_cfg=dict(type='Pretrained', checkpoint=pretrained)))

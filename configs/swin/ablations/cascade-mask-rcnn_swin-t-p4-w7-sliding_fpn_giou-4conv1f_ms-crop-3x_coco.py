@@ -1,6 +1,6 @@
 # Swin paper (arXiv 2103.14030v2), Table 6, "sliding window": each token
 # attends to the 7x7 window centred on it (halo-tiled kernel;
-# attn_type='sliding' is the naive unfold of Table 5, same result). Swin-T,
+# type='SlidingWindowAttention' is the naive unfold of Table 5, same result). Swin-T,
 # Cascade Mask R-CNN 3x on COCO (Sec. 4.4), the main config with one backbone
 # switch. Paper: 50.2 box AP / 43.5 mask AP.
 # The backbone starts from the ImageNet-1K model of the same ablation: train
@@ -12,5 +12,5 @@ _base_ = '../cascade-mask-rcnn_swin-t-p4-w7_fpn_giou-4conv1f_ms-crop-3x_coco.py'
 pretrained = 'work_dirs/swin-t-p4-w7-sliding_16xb64_300e_in1k/epoch_300.pth'
 model = dict(
     backbone=dict(
-        attn_type='sliding_blocked',
+        attn_cfg=dict(type='HaloSlidingWindowAttention'),
         init_cfg=dict(type='Pretrained', checkpoint=pretrained)))

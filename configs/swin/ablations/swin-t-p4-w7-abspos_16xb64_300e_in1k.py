@@ -4,4 +4,7 @@
 # top-1 / 95.2 top-5.
 _base_ = '../swin-t-p4-w7_16xb64_300e_in1k.py'
 
-model = dict(backbone=dict(position='absolute'))
+model = dict(
+    backbone=dict(
+        use_abs_pos_embed=True,
+        attn_cfg=dict(type='WindowAttention', relative_position=False)))

@@ -3,4 +3,6 @@
 # switch. Paper: 81.3 top-1 / 95.6 top-5.
 _base_ = '../swin-t-p4-w7_16xb64_300e_in1k.py'
 
-model = dict(backbone=dict(position='absolute+relative'))
+model = dict(
+    backbone=dict(
+        use_abs_pos_embed=True))

@@ -3,4 +3,6 @@
 # backbone switch. Paper: 80.1 top-1 / 94.9 top-5.
 _base_ = '../swin-t-p4-w7_16xb64_300e_in1k.py'
 
-model = dict(backbone=dict(position='none'))
+model = dict(
+    backbone=dict(
+        attn_cfg=dict(type='WindowAttention', relative_position=False)))

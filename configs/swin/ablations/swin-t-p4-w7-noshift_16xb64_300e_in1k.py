@@ -3,4 +3,6 @@
 # with one backbone switch. Paper: 80.2 top-1 / 95.1 top-5.
 _base_ = '../swin-t-p4-w7_16xb64_300e_in1k.py'
 
-model = dict(backbone=dict(shift_mode='none'))
+model = dict(
+    backbone=dict(
+        attn_cfg=dict(type='WindowAttention', shift_mode='none')))

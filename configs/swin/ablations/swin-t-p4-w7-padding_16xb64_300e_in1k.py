@@ -5,4 +5,6 @@
 # top-1 / 95.6 top-5.
 _base_ = '../swin-t-p4-w7_16xb64_300e_in1k.py'
 
-model = dict(backbone=dict(shift_mode='padding'))
+model = dict(
+    backbone=dict(
+        attn_cfg=dict(type='WindowAttention', shift_mode='padding')))

@@ -5,4 +5,7 @@
 # 79.0 top-1 / 94.2 top-5.
 _base_ = '../swin-t-p4-w7_16xb64_300e_in1k.py'
 
-model = dict(backbone=dict(attn_type='performer', position='absolute'))
+model = dict(
+    backbone=dict(
+        use_abs_pos_embed=True,
+        attn_cfg=dict(type='PerformerAttention')))

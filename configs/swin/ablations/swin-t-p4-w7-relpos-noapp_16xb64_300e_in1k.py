@@ -4,4 +4,6 @@
 # top-5.
 _base_ = '../swin-t-p4-w7_16xb64_300e_in1k.py'
 
-model = dict(backbone=dict(position='relative_only'))
+model = dict(
+    backbone=dict(
+        attn_cfg=dict(type='WindowAttention', use_content=False)))

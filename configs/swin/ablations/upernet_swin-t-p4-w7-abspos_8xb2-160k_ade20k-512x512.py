@@ -11,5 +11,6 @@ _base_ = '../upernet_swin-t-p4-w7_8xb2-160k_ade20k-512x512.py'
 pretrained = 'work_dirs/swin-t-p4-w7-abspos_16xb64_300e_in1k/epoch_300.pth'
 model = dict(
     backbone=dict(
-        position='absolute',
+        use_abs_pos_embed=True,
+        attn_cfg=dict(type='WindowAttention', relative_position=False),
         init_cfg=dict(type='Pretrained', checkpoint=pretrained)))

@@ -10,5 +10,5 @@ _base_ = '../upernet_swin-t-p4-w7_8xb2-160k_ade20k-512x512.py'
 pretrained = 'work_dirs/swin-t-p4-w7-nopos_16xb64_300e_in1k/epoch_300.pth'
 model = dict(
     backbone=dict(
-        position='none',
+        attn_cfg=dict(type='WindowAttention', relative_position=False),
         init_cfg=dict(type='Pretrained', checkpoint=pretrained)))

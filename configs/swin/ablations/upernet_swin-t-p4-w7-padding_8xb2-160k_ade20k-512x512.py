@@ -12,5 +12,5 @@ _base_ = '../upernet_swin-t-p4-w7_8xb2-160k_ade20k-512x512.py'
 pretrained = 'work_dirs/swin-t-p4-w7-padding_16xb64_300e_in1k/epoch_300.pth'
 model = dict(
     backbone=dict(
-        shift_mode='padding',
+        attn_cfg=dict(type='WindowAttention', shift_mode='padding'),
         init_cfg=dict(type='Pretrained', checkpoint=pretrained)))

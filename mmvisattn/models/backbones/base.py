@@ -7,6 +7,7 @@ init and pretrained loading; :class:`HierarchicalBackbone` is Swin's
 pyramid (patch embedding, :class:`BlockStage` stages with merging, output
 norms), on which Swin and RSWAtt differ only in their blocks.
 """
+import functools
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import torch
@@ -61,6 +62,19 @@ class BackboneBase(BaseModule):
     with ``frozen_stages``, ``norm_eval``, initialisation and pretrained
     loading through :func:`mmvisattn.checkpoint.load_pretrained`.
 
+    One order for every backbone, kept here:
+
+    1. build: the family's constructor, then its frozen stages are frozen
+       (:meth:`__init_subclass__` runs :meth:`_freeze_stages` when the
+       outermost constructor returns);
+    2. :meth:`init_weights`: every Linear and LayerNorm by the transformer
+       init, then each part's own ``init_weights`` (relative position
+       tables, window predictors, position encodings), then the family's
+       own tensors (:meth:`init_tokens`); a ``Pretrained`` ``init_cfg`` is
+       loaded over that (what the file lacks keeps its fresh init); the
+       frozen stages are frozen again;
+    3. :meth:`train` keeps frozen stages and ``norm_eval`` norms in eval.
+
     A backbone says which modules and parameters ``frozen_stages`` freezes
     (:meth:`frozen_parts`), how a checkpoint maps onto it
     (:meth:`convert_checkpoint`) and which keys a pretrained file may lack
@@ -69,6 +83,18 @@ class BackboneBase(BaseModule):
 
     frozen_stages: int = -1
     norm_eval: bool = False
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        build = cls.__init__
+
+        @functools.wraps(build)
+        def __init__(self, *args, **kw):
+            build(self, *args, **kw)
+            if type(self) is cls:  # the outermost constructor is done
+                self._freeze_stages()
+
+        cls.__init__ = __init__
 
     # ------------------------------------------------------------ freezing
     def frozen_parts(self) -> Tuple[List[nn.Module], List[nn.Parameter]]:
@@ -108,14 +134,19 @@ class BackboneBase(BaseModule):
                 constant_init(m, 1.0, 0.)
 
     def init_from_scratch(self):
-        """Weights when no ``init_cfg`` is given: each sub-module's own
-        ``init_weights`` (e.g. relative position tables), then the
-        transformer init of every Linear and LayerNorm."""
-        BaseModule.init_weights(self)
+        """The transformer init of every Linear and LayerNorm, then each
+        part's own ``init_weights`` (which may overwrite it: a window
+        predictor starts at zero), then :meth:`init_tokens`."""
         self.init_transformer(self)
+        # the children's own init (mmengine's recursion, without applying
+        # this backbone's init_cfg: a Pretrained one is loaded by ours)
+        for child in self.children():
+            if hasattr(child, 'init_weights'):
+                child.init_weights()
+        self.init_tokens()
 
-    def init_new_parts(self):
-        """Initialise what a pretrained file does not hold."""
+    def init_tokens(self):
+        """The family's own tensors (class tokens, position embeddings)."""
 
     def convert_checkpoint(self, state: dict) -> dict:
         """A checkpoint's state dict in this backbone's layout."""
@@ -130,14 +161,15 @@ class BackboneBase(BaseModule):
         return False
 
     def init_weights(self):
-        if self.init_cfg is not None and self.init_cfg.get(
-                'type') == 'Pretrained':
-            self.init_new_parts()
-            self.load_pretrained(self.init_cfg['checkpoint'])
-        elif self.init_cfg is not None:
-            super().init_weights()
+        pretrained = self.init_cfg is not None and self.init_cfg.get(
+            'type') == 'Pretrained'
+        if self.init_cfg is not None and not pretrained:
+            super().init_weights()  # mmengine's other init_cfg kinds
         else:
             self.init_from_scratch()
+            if pretrained:
+                self.load_pretrained(self.init_cfg['checkpoint'])
+        self._freeze_stages()
 
     def load_pretrained(self, checkpoint: str) -> dict:
         return load_pretrained(

@@ -94,7 +94,6 @@ class RSWAttTransformer(HierarchicalBackbone):
                 if i < num_stages - 1 else None))
         self.build_skeleton('RSWAttTransformer', stages, num_features,
                             out_indices, frozen_stages, norm_eval, norm_cfg)
-        self._freeze_stages()
         self._register_load_state_dict_pre_hook(self._old_stage_layout)
 
     @staticmethod
@@ -111,13 +110,6 @@ class RSWAttTransformer(HierarchicalBackbone):
                 new = ['layers', rest[1], 'downsample', *rest[2:]]
             state_dict[prefix + '.'.join(new)] = state_dict.pop(key)
 
-    def init_from_scratch(self):
-        self.init_transformer(self)
-        if self.pos_embed is not None:
-            self.pos_embed.init_weights()
-        for stage in self.layers:
-            for block in stage.blocks:
-                block.attn.init_weights()  # relative tables, predictor
 
     def frozen_parts(self):
         modules, params = super().frozen_parts()
@@ -206,7 +198,6 @@ class RSWAttViT(BackboneBase):
                         drop_rate, attn_drop_rate, rates[i], attn_cfg,
                         norm_cfg, with_cp=with_cp) for i in range(depth))
         self.ln1 = build_norm_layer(norm_cfg, dims)[1]
-        self._freeze_stages()
 
     def frozen_parts(self):
         if self.frozen_stages < 0:
@@ -216,13 +207,8 @@ class RSWAttViT(BackboneBase):
             modules.append(self.pos_embed)
         return modules, [self.cls_token]
 
-    def init_from_scratch(self):
-        self.init_transformer(self)
+    def init_tokens(self):
         trunc_normal_(self.cls_token, std=.02)
-        if self.pos_embed is not None:
-            self.pos_embed.init_weights()
-        for block in self.layers:
-            block.attn.init_weights()
 
     def forward(self, x: torch.Tensor):
         x, hw_shape = self.patch_embed(x)

@@ -10,7 +10,9 @@ from mmengine.model.weight_init import trunc_normal_
 from mmvisattn.ops import resize_relative_position_table
 from mmvisattn.registry import MODELS
 from ..layers import PatchEmbed, PatchMerging, SwinBlock
-from ..layers.window_msa import attention_class
+from ..layers.window_msa import (CHUNK_TOKENS, DEFAULT_ATTENTION,
+                                  attention_options, check_attn_cfg,
+                                  refuse_removed)
 from ..utils.swin_convert import (is_openmmlab_swin, is_timm_swin,
                                   swin_any_to_mmvisattn)
 from .base import BlockStage, HierarchicalBackbone, resolve_arch
@@ -84,27 +86,16 @@ class SwinTransformer(HierarchicalBackbone):
         patch_norm: LayerNorm after patch embedding and in patch merging.
         drop_rate, attn_drop_rate: dropout rates.
         drop_path_rate: stochastic depth, rising linearly over all blocks.
-        attn_type: alias of ``attn_cfg=dict(type=...)``: ``'window'``
-            (default) | ``'sliding'`` (naive unfold) | ``'sliding_blocked'``
-            (halo tiles, same result, no unfolded keys) | ``'performer'``
-            (FAVOR+) | ``'global'`` (full MSA): Table 5.
-        shift_mode: ``'cyclic'`` (default: roll + batched mask) |
-            ``'padding'`` (pad shifted windows, mask the padding) |
-            ``'none'`` (no shifted blocks): Tables 4 and 5.
-        position: ``'relative'`` (default) | ``'absolute'`` | ``'none'`` |
-            ``'absolute+relative'``: the rows of Table 4;
-            ``'relative_only'`` is an alias of ``'relative'`` with
-            ``attn_cfg=dict(use_content=False)`` (the bias without the q.k
-            term).
-        attn_cfg: the attention kind and its options:
-            ``type`` (``'WindowAttention'``, ``'SlidingWindowAttention'``,
-            ``'HaloSlidingWindowAttention'``, ``'PerformerAttention'``,
-            ``'GlobalAttention'``; see :mod:`mmvisattn.models.layers.
-            window_msa`), ``use_content``, ``performer_features`` (FAVOR+
-            random features, default d ln d for head width d) or
-            ``chunk_tokens`` (rows per chunk on the CPU fast path).
-        use_abs_pos_embed: add an absolute position embedding (also implied
-            by ``position='absolute'``/``'absolute+relative'``);
+        attn_cfg: the attention kind and its options, the paper's Tables 4
+            to 6: ``type`` (``'WindowAttention'``, the default,
+            ``'SlidingWindowAttention'``, ``'HaloSlidingWindowAttention'``,
+            ``'PerformerAttention'``, ``'GlobalAttention'``; see
+            :mod:`mmvisattn.models.layers.window_msa`), and that kind's
+            options: ``relative_position``, ``use_content``,
+            ``chunk_tokens``; ``shift_mode`` (``'cyclic'``, ``'padding'``,
+            ``'none'``) and ``pad_small_map`` for window attention;
+            ``performer_features`` for FAVOR+.
+        use_abs_pos_embed: add an absolute position embedding;
             ``pretrain_img_size`` sets its grid, resized bicubically to other
             inputs.
         act_cfg, norm_cfg: activation and norm configs (mmcv builders).
@@ -116,11 +107,13 @@ class SwinTransformer(HierarchicalBackbone):
         frozen_stages: -1 trains all; 0 freezes the patch embedding; k>0
             also freezes stages 1..k and their output norms.
         norm_eval: keep BatchNorm layers (e.g. from a plugin) in eval mode.
-        pad_small_map: True pads and shifts every map (detection
+        pad_small_map: mmpretrain's spelling of window attention's
+            ``pad_small_map`` (given to it; kinds without windows have
+            nothing to pad): True pads and shifts every map (detection
             semantics, mmdet's and mmseg's); False leaves a map whose short
             side is one window unshifted (the official classifiers'
-            semantics, mmpretrain's option). Default True, or False with
-            mmpretrain's ``img_size``.
+            semantics). Default True, or False with mmpretrain's
+            ``img_size``.
         out_after_downsample: take stage i's output after its merging
             (mmpretrain's option).
         interpolate_mode: how the absolute embedding is resized.
@@ -164,9 +157,6 @@ class SwinTransformer(HierarchicalBackbone):
                  drop_rate: float = 0.,
                  attn_drop_rate: float = 0.,
                  drop_path_rate: float = 0.1,
-                 attn_type: str = 'window',
-                 shift_mode: str = 'cyclic',
-                 position: str = 'relative',
                  attn_cfg: Optional[dict] = None,
                  use_abs_pos_embed: bool = False,
                  pretrain_img_size: Union[int, Tuple[int, int]] = 224,
@@ -181,12 +171,18 @@ class SwinTransformer(HierarchicalBackbone):
                  interpolate_mode: str = 'bicubic',
                  # mmdet's / mmseg's / mmpretrain's spellings (see the doc)
                  strides: Optional[Sequence[int]] = None,
-                 convert_weights: bool = True,
+                 convert_weights: Optional[bool] = None,
                  pretrained: Optional[str] = None,
                  img_size: Union[int, Tuple[int, int], None] = None,
                  stage_cfgs: Union[dict, Sequence[dict], None] = None,
                  patch_cfg: Optional[dict] = None,
-                 init_cfg: Optional[dict] = None):
+                 init_cfg: Optional[dict] = None,
+                 **removed):
+        # the older API's keys get an error that says what to write now
+        refuse_removed('SwinTransformer', removed)
+        if removed:
+            raise TypeError(f'SwinTransformer got unexpected options '
+                            f'{sorted(removed)}')
         if pretrained is not None:  # mmdet/mmseg's deprecated spelling
             if not isinstance(pretrained, str):
                 raise TypeError(f'SwinTransformer: pretrained must be a path '
@@ -233,21 +229,28 @@ class SwinTransformer(HierarchicalBackbone):
                 f'strides are (patch_size, 2, ...) = '
                 f'{(patch_size, ) + (2, ) * (num_stages - 1)}; set '
                 'patch_size for the first one')
-        # convert_weights (mmdet): checkpoints of every known layout are
-        # converted on load whatever its value (the layout is detected from
-        # the keys), so True and False both load official weights.
-        self.convert_weights = convert_weights
+        # convert_weights (mmdet): True converts the official release's
+        # layout on load, which is what happens here for every known layout
+        # (detected from the keys); False (load without converting) cannot
+        # be honoured, so it is refused rather than ignored.
+        if convert_weights is False:
+            raise ValueError(
+                'SwinTransformer: convert_weights=False (mmdet: load the '
+                'checkpoint without converting it) is not supported: the '
+                "checkpoint's layout is read from its keys and converted as "
+                'needed; leave convert_weights out or set it to True')
+        self.convert_weights = True
 
         attn_cfg = dict(attn_cfg or {})
-        attn_cfg.setdefault('pad_small_map', pad_small_map)
-        if attn_type != 'window' or 'type' not in attn_cfg:
-            attn_cfg['attn_type'] = attn_type
-        attn_cfg.setdefault('shift_mode', shift_mode)
-        attn_cfg.setdefault('position', position)
-        attention_class(attn_cfg.get('attn_type'), attn_cfg.get('type')).check(
-            attn_cfg['shift_mode'], attn_cfg['position'])
-        use_abs_pos_embed = use_abs_pos_embed or attn_cfg['position'] in (
-            'absolute', 'absolute+relative')
+        attn_cfg.setdefault('type', DEFAULT_ATTENTION)
+        attn_cls = check_attn_cfg('SwinTransformer', attn_cfg)
+        if 'pad_small_map' in attention_options(attn_cls):
+            if attn_cfg.setdefault('pad_small_map',
+                                   pad_small_map) != pad_small_map:
+                raise ValueError(
+                    f'SwinTransformer: pad_small_map={pad_small_map} and '
+                    f"attn_cfg's pad_small_map={attn_cfg['pad_small_map']} "
+                    'disagree; give one of them')
         self.embed_dims = embed_dims
         self.depths = depths
         self.num_heads = num_heads
@@ -291,17 +294,15 @@ class SwinTransformer(HierarchicalBackbone):
                             out_indices, frozen_stages, norm_eval, norm_cfg,
                             out_after_downsample)
         # the HTC++ backbone's extra block: global attention, no position
-        global_cfg = {k: v for k, v in attn_cfg.items()
-                      if k not in ('type', 'attn_type', 'performer_features')}
         self.global_block = SwinBlock(
             embed_dims=num_features[-1],
             num_heads=num_heads[-1],
             window_size=window_size,
             drop_path_rate=drop_path_rate,
-            attn_cfg=dict(global_cfg, type='GlobalAttention',
-                          position='none'),
+            attn_cfg=dict(type='GlobalAttention',
+                          chunk_tokens=attn_cfg.get('chunk_tokens',
+                                                    CHUNK_TOKENS)),
             **block_kwargs) if extra_global_block else None
-        self._freeze_stages()
         self._register_load_state_dict_pre_hook(self._peer_layout)
         self._register_load_state_dict_pre_hook(self._release_pos_embed)
 
@@ -331,14 +332,9 @@ class SwinTransformer(HierarchicalBackbone):
                 2).transpose(1, 2)
 
     # ------------------------------------------------------------------ init
-    def init_from_scratch(self):
-        super().init_from_scratch()
+    def init_tokens(self):
         if self.use_abs_pos_embed:
             trunc_normal_(self.absolute_pos_embed, std=.02)
-
-    def init_new_parts(self):
-        if self.global_block is not None:  # not in any pretrained file
-            self.init_transformer(self.global_block)
 
     def convert_checkpoint(self, state: dict) -> dict:
         state = swin_any_to_mmvisattn(state, len(self.depths))

@@ -291,24 +291,10 @@ class TNT(BackboneBase):
                 state_dict.pop(f'{prefix}norm.{name}', None)
 
     # ------------------------------------------------------------ weights
-    def init_from_scratch(self):
-        BaseModule.init_weights(self)
-        self.apply(self._init_module)
+    def init_tokens(self):
         for p in (self.cls_token, self.sentence_pos, self.word_pos):
             if p is not None:
                 trunc_normal_(p, std=.02)
-
-    @staticmethod
-    def _init_module(m: nn.Module):
-        # per module, in apply()'s order (children first) as before the
-        # shared base, so a seed still gives the same weights
-        if isinstance(m, (nn.Linear, nn.LayerNorm)):
-            BackboneBase.init_transformer(m)
-
-    def init_new_parts(self):
-        if self.out_type == 'pyramid':
-            for module in (self.pyramid_norms, self.pyramid_convs):
-                module.apply(self._init_module)
 
     def new_in_pretrained(self, key: str) -> bool:
         return key.startswith('pyramid_')  # the pyramid is new

@@ -111,4 +111,4 @@ class PatchMerging(BaseModule):
         x = x.view(B, -1, 4 * C)
         if self.norm is not None:
             x = self.norm(x)
-        return run_packed(fast_linear, x, self.reduction), hw_shape
+        return run_packed(self, fast_linear, x, self.reduction), hw_shape

@@ -6,42 +6,48 @@ Each attention kind is a small registered class over one shared base,
 ``relative_position_bias_table``: the official names, so released
 checkpoints load), the relative position bias and the head split. A kind
 only says how queries meet keys, through the kernels of
-:mod:`mmvisattn.ops`:
+:mod:`mmvisattn.ops`. A backbone or block names its kind one way,
+``attn_cfg=dict(type=<class>, **options)``:
 
-=============================  ==============  ============================
-class (``attn_cfg.type``)      alias           kernel
-=============================  ==============  ============================
-``WindowAttention``            ``'window'``    (shifted) windows: Swin
-``SlidingWindowAttention``     ``'sliding'``   every pixel's M x M
-                                               neighbourhood, unfolded keys
-``HaloSlidingWindowAttention`` ``'sliding_     the same result from halo
-                               blocked'``      tiles, no unfolded keys
-``PerformerAttention``         ``'performer'`` FAVOR+ over all tokens
-``GlobalAttention``            ``'global'``    full softmax MSA
-=============================  ==============  ============================
+=============================  ============================================
+class (``attn_cfg.type``)      kernel
+=============================  ============================================
+``WindowAttention``            (shifted) windows: Swin (the default)
+``SlidingWindowAttention``     every pixel's M x M neighbourhood, unfolded
+                               keys
+``HaloSlidingWindowAttention`` the same result from halo tiles, no unfolded
+                               keys
+``PerformerAttention``         FAVOR+ over all tokens
+``GlobalAttention``            full softmax MSA
+=============================  ============================================
 
 (RSWAtt's ``ReconstructedWindowAttention`` is the sixth kind, in
-:mod:`.rswatt`.) Three switches stay separate from the kind:
+:mod:`.rswatt`.) Options every kind takes (:class:`SwinAttention`):
 
-* ``shift_mode`` (window attention): ``'cyclic'`` (default), ``'padding'``
-  (Table 5's baseline), ``'none'`` (W-MSA in every block);
-* ``position``: ``'relative'`` (default), ``'absolute'``, ``'none'``,
-  ``'absolute+relative'``: the rows of Table 4. The absolute embedding
-  itself lives in the backbone; only the kinds with windows can index a
-  relative bias;
+* ``relative_position`` (default True where the kind has windows, False
+  otherwise): the learned relative position bias; the windowless kinds
+  refuse it. With the backbone's ``use_abs_pos_embed`` these are the rows
+  of the paper's Table 4;
 * ``use_content`` (default True): False drops the q.k term, leaving the
-  position bias alone. ``position='relative_only'`` is kept as an alias of
-  ``position='relative', use_content=False``;
-* ``pad_small_map`` (window attention, default True): True pads a map
-  smaller than a window and shifts it like any other (detection semantics,
-  as mmdet and mmseg); False is the official classifiers' semantics (as
-  mmpretrain's ``pad_small_map=False`` and timm's
-  ``always_partition=False``): a map whose short side equals the window is
-  not shifted, and one smaller than the window is refused.
+  position bias alone (Table 4's "rel. pos. w/o app.");
+* ``chunk_tokens``: rows per chunk on the CPU inference path.
 
-:func:`build_swin_attention` takes either ``type=`` or the older
-``attn_type=`` string, so existing configs and checkpoints keep working.
+Options of :class:`WindowAttention` alone:
+
+* ``shift_mode``: ``'cyclic'`` (default), ``'padding'`` (Table 5's
+  baseline), ``'none'`` (W-MSA in every block);
+* ``pad_small_map`` (default True): True pads a map smaller than a window
+  and shifts it like any other (detection semantics, as mmdet and mmseg);
+  False is the official classifiers' semantics (as mmpretrain's
+  ``pad_small_map=False`` and timm's ``always_partition=False``): a map
+  whose short side equals the window is not shifted, and one smaller than
+  the window is refused.
+
+An option the chosen kind does not take, and the keys of the older API
+(``attn_type=``, ``position=``), are errors that name what to write
+instead (:func:`build_swin_attention`).
 """
+import inspect
 import math
 from typing import Optional, Tuple
 
@@ -54,71 +60,102 @@ from mmcv.cnn.bricks.drop import build_dropout
 from mmengine.model import BaseModule
 from mmengine.model.weight_init import trunc_normal_
 
-from mmvisattn.ops import (SHIFT_MODES, fast_linear,
-                           orthogonal_random_features, padding_key_mask,
-                           performer_attention, relative_position_index,
-                           run_packed, shifted_window_mask,
+from mmvisattn.ops import (SHIFT_MODES, fast_linear, fast_path_allowed,
+                           orthogonal_random_features, packed_weights_scope,
+                           padding_key_mask, performer_attention,
+                           relative_position_index, shifted_window_mask,
                            sliding_relative_index,
                            sliding_window_attention_blocked,
                            sliding_window_attention_naive, window_attention,
-                           window_attention_weights,
-                           window_layout)
+                           window_attention_weights, window_layout)
 from mmvisattn.registry import MODELS
 from .mlp import Mlp
 
-# attn_type strings (the older switch) -> registered attention classes
-ATTN_TYPES = {
-    'window': 'WindowAttention',
-    'sliding': 'SlidingWindowAttention',
-    'sliding_blocked': 'HaloSlidingWindowAttention',
-    'performer': 'PerformerAttention',
-    'global': 'GlobalAttention',
-}
-POSITIONS = ('relative', 'absolute', 'none', 'absolute+relative',
-             'relative_only')
-RELATIVE_POSITIONS = ('relative', 'absolute+relative', 'relative_only')
+DEFAULT_ATTENTION = 'WindowAttention'
 # Rows processed at once by the chunked paths: the (rows, 4C) MLP hidden
 # state and one chunk of windows' q/k/v/logits stay in the CPU's L2/L3
 # instead of streaming the whole map through memory between ops.
 CHUNK_TOKENS = 4096
+# The older API's keys and what to write instead (the error says it).
+REMOVED_OPTIONS = {
+    'attn_type': "attn_cfg=dict(type=...): 'window' -> 'WindowAttention', "
+                 "'sliding' -> 'SlidingWindowAttention', 'sliding_blocked' "
+                 "-> 'HaloSlidingWindowAttention', 'performer' -> "
+                 "'PerformerAttention', 'global' -> 'GlobalAttention'",
+    'position': "the backbone's use_abs_pos_embed and attn_cfg's "
+                "relative_position / use_content: 'relative' -> the "
+                "defaults, 'none' -> relative_position=False, 'absolute' -> "
+                'use_abs_pos_embed=True with relative_position=False, '
+                "'absolute+relative' -> use_abs_pos_embed=True, "
+                "'relative_only' -> use_content=False",
+    'shift_mode': "attn_cfg=dict(type='WindowAttention', shift_mode=...) "
+                  '(an option of window attention)',
+}
 
 
 def _compiling() -> bool:
     return torch.compiler.is_compiling()
 
 
-def attention_class(attn_type: Optional[str] = None,
-                    type: Optional[str] = None) -> type:
-    """The attention class of ``type=`` (registered name) or of the older
-    ``attn_type=`` alias; ``ValueError`` naming the field otherwise."""
-    if type is not None and attn_type is not None and \
-            ATTN_TYPES.get(attn_type) != type.split('.')[-1]:
-        raise ValueError(f'attn_cfg: type={type!r} and attn_type='
-                         f'{attn_type!r} name different attention kinds; '
-                         'give one of them')
-    if type is None:
-        attn_type = 'window' if attn_type is None else attn_type
-        if attn_type not in ATTN_TYPES:
-            raise ValueError(f'attn_type={attn_type!r}; choose from '
-                             f'{tuple(ATTN_TYPES)}')
-        type = ATTN_TYPES[attn_type]
-    cls = MODELS.get(type)
-    if cls is None or not issubclass(cls, SwinAttention):
+def refuse_removed(owner: str, options: dict,
+                   keys=tuple(REMOVED_OPTIONS)) -> None:
+    """``TypeError`` naming the new form for a key of the older API (one of
+    ``keys``) in ``options``."""
+    for key in options:
+        if key in keys:
+            raise TypeError(f'{owner}: {key}={options[key]!r} is no longer '
+                            f'an option; write {REMOVED_OPTIONS[key]}')
+
+
+def attention_class(attn_cfg: Optional[dict]) -> type:
+    """The :class:`SwinAttention` kind named by ``attn_cfg['type']``
+    (``WindowAttention`` when absent); ``ValueError`` naming the field
+    otherwise."""
+    name = (attn_cfg or {}).get('type', DEFAULT_ATTENTION)
+    cls = MODELS.get(name) if isinstance(name, str) else name
+    if not (isinstance(cls, type) and issubclass(cls, SwinAttention)):
         raise ValueError(
-            f'attn_cfg: type={type!r} is not a Swin attention kind; choose '
-            f'from {tuple(ATTN_TYPES.values())} (or attn_type= one of '
-            f'{tuple(ATTN_TYPES)})')
+            f'attn_cfg: type={name!r} is not a Swin attention kind; choose '
+            f'from {sorted(SwinAttention.kinds())}')
+    return cls
+
+
+def attention_options(cls: type) -> set:
+    """The keyword options ``cls`` takes in ``attn_cfg`` (everything of
+    its ``__init__`` and its bases' that a block does not set itself)."""
+    names = set()
+    for klass in cls.__mro__:
+        if klass is BaseModule or not issubclass(klass, SwinAttention):
+            continue
+        names |= set(inspect.signature(klass.__init__).parameters)
+    return names - {'self', 'args', 'kwargs', 'embed_dims', 'num_heads',
+                    'window_size', 'qkv_bias', 'qk_scale', 'attn_drop_rate',
+                    'proj_drop_rate', 'init_cfg'}
+
+
+def check_attn_cfg(owner: str, attn_cfg: Optional[dict]) -> type:
+    """The attention class of ``attn_cfg``, after refusing the older keys
+    and any option the class does not take (``TypeError`` naming it)."""
+    attn_cfg = dict(attn_cfg or {})
+    refuse_removed(owner, attn_cfg, ('attn_type', 'position'))
+    cls = attention_class(attn_cfg)
+    unknown = set(attn_cfg) - {'type'} - attention_options(cls)
+    if unknown:
+        raise TypeError(
+            f'{owner}: attn_cfg gives {sorted(unknown)}, which '
+            f'{cls.__name__} does not take; its options: '
+            f'{sorted(attention_options(cls))}')
     return cls
 
 
 def build_swin_attention(embed_dims: int, num_heads: int, window_size: int,
-                         *args, attn_type: Optional[str] = None,
-                         type: Optional[str] = None,
-                         **kwargs) -> 'SwinAttention':
-    """A Swin attention kind from ``type=`` or the ``attn_type=`` alias;
-    the other arguments are :class:`SwinAttention`'s."""
-    return attention_class(attn_type, type)(embed_dims, num_heads,
-                                            window_size, *args, **kwargs)
+                         *args, **attn_cfg) -> 'SwinAttention':
+    """The attention kind of ``attn_cfg`` (``type`` and its options, checked
+    by :func:`check_attn_cfg`); the positional arguments are
+    :class:`SwinAttention`'s."""
+    cls = check_attn_cfg('SwinBlock', attn_cfg)
+    attn_cfg.pop('type', None)
+    return cls(embed_dims, num_heads, window_size, *args, **attn_cfg)
 
 
 class SwinAttention(BaseModule):
@@ -128,7 +165,6 @@ class SwinAttention(BaseModule):
     is the block's window shift (window attention only). A kind implements
     :meth:`attend` (projected output before dropout)."""
 
-    attn_type: str = ''  # the alias string of this kind
     has_windows = True  # can index a relative position bias
 
     def __init__(self,
@@ -139,29 +175,33 @@ class SwinAttention(BaseModule):
                  qk_scale: Optional[float] = None,
                  attn_drop_rate: float = 0.,
                  proj_drop_rate: float = 0.,
-                 shift_mode: str = 'cyclic',
-                 position: str = 'relative',
+                 relative_position: Optional[bool] = None,
                  use_content: bool = True,
                  chunk_tokens: int = CHUNK_TOKENS,
-                 pad_small_map: bool = True,
                  init_cfg=None):
         super().__init__(init_cfg)
         if embed_dims % num_heads:
             raise ValueError(f'embed_dims={embed_dims} is not divisible by '
                              f'num_heads={num_heads}')
-        self.check(shift_mode, position)
-        if position == 'relative_only':  # alias kept for older configs
-            position, use_content = 'relative', False
+        if relative_position is None:
+            relative_position = self.has_windows
+        if relative_position and not self.has_windows:
+            raise ValueError(
+                f'{type(self).__name__} has no windows to index a relative '
+                'position bias by: relative_position=True is refused (use '
+                "the backbone's use_abs_pos_embed=True for a position term)")
+        if not use_content and not relative_position:
+            raise ValueError(
+                f'{type(self).__name__}: use_content=False without '
+                'relative_position leaves no attention logits at all')
         self.embed_dims = embed_dims
         self.num_heads = num_heads
         self.window_size = window_size
-        self.shift_mode = shift_mode
         self.use_content = use_content
         self.chunk_tokens = chunk_tokens
-        self.pad_small_map = pad_small_map
         self.scale = qk_scale or (embed_dims // num_heads)**-0.5
         self.attn_drop_rate = attn_drop_rate
-        if position in ('relative', 'absolute+relative'):
+        if relative_position:
             self.relative_position_bias_table = nn.Parameter(
                 torch.zeros((2 * window_size - 1)**2, num_heads))
             self.register_buffer(
@@ -175,20 +215,11 @@ class SwinAttention(BaseModule):
         self._register_load_state_dict_pre_hook(self._drop_position_index)
         self.proj_drop = nn.Dropout(proj_drop_rate)
 
-    @classmethod
-    def check(cls, shift_mode: str, position: str):
-        """``ValueError`` naming the field for a switch this kind refuses."""
-        if shift_mode not in SHIFT_MODES:
-            raise ValueError(f'shift_mode={shift_mode!r}; choose from '
-                             f'{SHIFT_MODES}')
-        if position not in POSITIONS:
-            raise ValueError(f'position={position!r}; choose from '
-                             f'{POSITIONS}')
-        if not cls.has_windows and position in RELATIVE_POSITIONS:
-            raise ValueError(
-                f'attn_type={cls.attn_type!r} ({cls.__name__}) has no '
-                'windows to index a relative position bias by; use '
-                f"position='absolute' or 'none' (got position={position!r})")
+    @staticmethod
+    def kinds():
+        """Names of the registered Swin attention kinds."""
+        return [name for name, cls in MODELS.module_dict.items()
+                if isinstance(cls, type) and issubclass(cls, SwinAttention)]
 
     @staticmethod
     def _drop_position_index(state_dict, prefix, *args, **kwargs):
@@ -255,9 +286,17 @@ class SwinAttention(BaseModule):
 class WindowAttention(SwinAttention):
     """(Shifted) window attention, the Swin default: tokens attend within
     non-overlapping M x M windows; ``shift_mode`` says how shifted blocks
-    handle the windows that cross the border."""
+    handle the windows that cross the border; ``pad_small_map`` how a map
+    of at most one window is treated (see the module doc)."""
 
-    attn_type = 'window'
+    def __init__(self, *args, shift_mode: str = 'cyclic',
+                 pad_small_map: bool = True, **kwargs):
+        super().__init__(*args, **kwargs)
+        if shift_mode not in SHIFT_MODES:
+            raise ValueError(f'WindowAttention: shift_mode={shift_mode!r}; '
+                             f'choose from {SHIFT_MODES}')
+        self.shift_mode = shift_mode
+        self.pad_small_map = pad_small_map
 
     def _window_setup(self, x: torch.Tensor, shift_size: int):
         """Window slots and additive mask of one call on ``x`` (B, H, W, C):
@@ -329,8 +368,9 @@ class WindowAttention(SwinAttention):
             return fast_linear(out[0].transpose(1, 2).reshape(e - s, N, C),
                                self.proj)
 
-        if residual is not None and not torch.is_grad_enabled():
-            # Inference: gather each chunk's windows, and scatter-add its
+        if residual is not None:
+            # The block's fast inference path (it passes the residual only
+            # then): gather each chunk's windows, and scatter-add its
             # output straight into the residual stream (reverse + roll back
             # + crop + residual add in one pass; padded slots land in a
             # scratch row).
@@ -370,7 +410,6 @@ class SlidingWindowAttention(SwinAttention):
     neighbourhood (the image border masked), keys unfolded: the simple,
     memory-hungry reference of Table 5."""
 
-    attn_type = 'sliding'
     kernel = staticmethod(sliding_window_attention_naive)
 
     def attend(self, x: torch.Tensor, shift_size: int) -> torch.Tensor:
@@ -389,7 +428,6 @@ class HaloSlidingWindowAttention(SlidingWindowAttention):
     """Sliding-window attention from halo tiles: the same result as
     :class:`SlidingWindowAttention` without unfolding the keys."""
 
-    attn_type = 'sliding_blocked'
     kernel = staticmethod(sliding_window_attention_blocked)
 
 
@@ -398,7 +436,6 @@ class GlobalAttention(SwinAttention):
     """Full softmax self-attention over all tokens (the quadratic
     reference; also the HTC++ backbone's extra global block)."""
 
-    attn_type = 'global'
     has_windows = False
 
     def global_attention(self, q, k, v):
@@ -422,7 +459,6 @@ class PerformerAttention(GlobalAttention):
     the weights (``performer_projection``), so a checkpoint reproduces its
     outputs exactly."""
 
-    attn_type = 'performer'
 
     def __init__(self, embed_dims: int, num_heads: int, window_size: int,
                  *args, performer_features: Optional[int] = None, **kwargs):
@@ -447,9 +483,8 @@ class SwinBlock(BaseModule):
     wrapped-around tokens apart (Swin paper, sec. 3.2, fig. 4). Maps are
     zero-padded at the bottom/right to window multiples, as in the official
     detection code, so any size works, including maps smaller than a window.
-    ``attn_cfg`` selects the attention kind and its switches
-    (``dict(type='WindowAttention', shift_mode=..., position=...)``, or the
-    older ``attn_type=`` alias; see the module doc).
+    ``attn_cfg`` selects the attention kind and its options
+    (``dict(type='WindowAttention', shift_mode=...)``; see the module doc).
     """
 
     def __init__(self,
@@ -476,11 +511,11 @@ class SwinBlock(BaseModule):
         self.window_size = window_size
         self.shift_size = shift_size
         self.with_cp = with_cp
-        self.chunk_tokens = attn_cfg.get('chunk_tokens', CHUNK_TOKENS)
         self.norm1 = build_norm_layer(norm_cfg, embed_dims)[1]
         self.attn = build_swin_attention(embed_dims, num_heads, window_size,
                                          qkv_bias, qk_scale, attn_drop_rate,
                                          drop_rate, **attn_cfg)
+        self.chunk_tokens = self.attn.chunk_tokens
         self.drop_path = build_dropout(
             dict(type='DropPath', drop_prob=drop_path_rate))
         self.norm2 = build_norm_layer(norm_cfg, embed_dims)[1]
@@ -509,17 +544,18 @@ class SwinBlock(BaseModule):
             hidden = act(fast_linear(self.norm2(x), fc1))
         return drop2(fast_linear(drop1(hidden), fc2))
 
-    def _mlp(self, x: torch.Tensor) -> torch.Tensor:
+    def _mlp(self, x: torch.Tensor, fast: bool) -> torch.Tensor:
         """x + DropPath(MLP(LN(x))), the MLP run in row chunks.
 
         Chunks are cut along the token axis so DropPath still drops whole
-        samples; each chunk's 4C-wide hidden state stays in cache.
+        samples; each chunk's 4C-wide hidden state stays in cache. On the
+        fast path (DropPath is the identity) each chunk is written in place.
         """
         B, L, C = x.shape
         rows = max(1, self.chunk_tokens // B)
         if _compiling() or L <= rows:
             return x + self.drop_path(self._mlp_hidden(x))
-        if not torch.is_grad_enabled():  # inference: write chunks in place
+        if fast:
             out = torch.empty_like(x)
             for src, dst in zip(x.split(rows, 1), out.split(rows, 1)):
                 torch.add(src, self._mlp_hidden(src), out=dst)
@@ -530,19 +566,24 @@ class SwinBlock(BaseModule):
     def forward(self, x: torch.Tensor, hw_shape: Tuple[int, int]
                 ) -> torch.Tensor:
         B, L, C = x.shape
+        # the one decision, for the whole block (ops.backend)
+        fast = fast_path_allowed(self, x)
 
         def inner(x):
             normed = self.norm1(x).view(B, *hw_shape, C)
-            if torch.is_grad_enabled() or self.training:
-                attn = self.attn(normed, self.shift_size)
-                x = x + self.drop_path(attn.view(B, L, C))
-            else:  # DropPath is the identity: fuse the residual add
+            if fast:  # DropPath is the identity: fuse the residual add
                 x = self.attn(normed, self.shift_size,
                               residual=x.view(B, *hw_shape, C)).view(B, L, C)
-            return self._mlp(x)
+            else:
+                attn = self.attn(normed, self.shift_size)
+                x = x + self.drop_path(attn.view(B, L, C))
+            return self._mlp(x, fast)
 
+        if fast:
+            # this block's linears are packed once for all its chunks, and
+            # only while it runs
+            with packed_weights_scope():
+                return inner(x)
         if self.with_cp and x.requires_grad:
             return cp.checkpoint(inner, x, use_reentrant=False)
-        # CPU inference: this block's linears are packed once for all its
-        # chunks, and only while it runs
-        return run_packed(inner, x)
+        return inner(x)

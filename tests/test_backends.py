@@ -1,0 +1,165 @@
+"""The CPU fast path is a backend (``mmvisattn.ops.backend``): one predicate
+decides where it may run, and in every mode a model meets its outputs and
+gradients equal the plain path's (``use_backend('plain')``).
+
+Each backbone is built once, with DropPath on and small MLP/attention
+chunks (so the chunked, in-place paths run on small inputs), and walked
+through: train, eval, ``no_grad`` in train mode, ``no_grad`` in eval,
+``inference_mode``, an EMA swap through ``.data``, and bf16 autocast. The
+same seed before both runs makes DropPath and dropout draw the same masks,
+so a path that skipped one (the fast path once did, for the MLP under
+``no_grad`` in train mode) differs.
+"""
+import copy
+
+import pytest
+import torch
+import torch.nn as nn
+
+import mmvisattn  # noqa: F401
+from mmvisattn.ops import fast_path_allowed, use_backend
+from mmvisattn.registry import MODELS
+
+SMALL_CHUNKS = dict(chunk_tokens=64)
+SWIN = dict(type='SwinTransformer', arch=dict(
+    embed_dims=32, depths=(2, 2), num_heads=(2, 4)), out_indices=(0, 1),
+    drop_path_rate=0.3)
+BACKBONES = {
+    'swin-window': dict(SWIN, attn_cfg=dict(SMALL_CHUNKS)),
+    'swin-padding': dict(SWIN, attn_cfg=dict(
+        SMALL_CHUNKS, type='WindowAttention', shift_mode='padding')),
+    'swin-halo-sliding': dict(SWIN, attn_cfg=dict(
+        SMALL_CHUNKS, type='HaloSlidingWindowAttention')),
+    'swin-sliding': dict(SWIN, attn_cfg=dict(
+        SMALL_CHUNKS, type='SlidingWindowAttention')),
+    'swin-performer': dict(SWIN, use_abs_pos_embed=True, attn_cfg=dict(
+        SMALL_CHUNKS, type='PerformerAttention')),
+    'swin-global-block': dict(SWIN, extra_global_block=True,
+                              attn_cfg=dict(SMALL_CHUNKS)),
+    'tnt-pyramid': dict(type='TNT', arch='small', out_type='pyramid',
+                        img_size=64, drop_path_rate=0.3),
+    'rswatt': dict(type='RSWAttTransformer', arch=dict(
+        embed_dims=32, depths=(2, 2), num_heads=(2, 4)),
+        out_indices=(0, 1), drop_path_rate=0.3),
+    'rswatt-vit': dict(type='RSWAttViT', arch=dict(
+        embed_dims=32, depth=2, num_heads=2), img_size=64,
+        out_type='featmap', drop_path_rate=0.3),
+}
+SHAPE = (2, 3, 64, 96)
+
+
+@pytest.fixture(scope='module', params=sorted(BACKBONES))
+def model(request):
+    torch.manual_seed(0)
+    model = MODELS.build(copy.deepcopy(BACKBONES[request.param]))
+    model.init_weights()
+    return model
+
+
+def _outputs(model, x, backend, seed=1):
+    torch.manual_seed(seed)  # the same DropPath masks on both paths
+    with use_backend(backend):
+        outs = model(x)
+    return outs if isinstance(outs, (tuple, list)) else (outs, )
+
+
+def _assert_same(fast, plain, atol=1e-5, rtol=1e-5):
+    assert len(fast) == len(plain)
+    for a, b in zip(fast, plain):
+        torch.testing.assert_close(a.float(), b.float(), atol=atol,
+                                   rtol=rtol)
+
+
+def test_train_mode_with_and_without_gradients(model):
+    model.train()
+    x = torch.randn(SHAPE)
+    grads = []
+    for backend in ('auto', 'plain'):
+        model.zero_grad()
+        outs = _outputs(model, x, backend)
+        sum(o.square().mean() for o in outs).backward()
+        grads.append([p.grad.clone() for p in model.parameters()
+                      if p.grad is not None])
+        with torch.no_grad():  # train mode: DropPath still drops
+            grads[-1].append(_outputs(model, x, backend))
+    *fast_grads, fast_nograd = grads[0]
+    *plain_grads, plain_nograd = grads[1]
+    # the reference: autograd on, plain backend, the same DropPath masks
+    reference = [o.detach() for o in _outputs(model, x, 'plain')]
+    _assert_same(fast_nograd, reference)
+    _assert_same(plain_nograd, reference)
+    assert len(fast_grads) == len(plain_grads) > 0
+    for a, b in zip(fast_grads, plain_grads):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-4)
+
+
+def test_eval_modes(model):
+    model.eval()
+    x = torch.randn(SHAPE)
+    # the reference: autograd on, plain backend
+    plain = [o.detach() for o in _outputs(model, x, 'plain')]
+    with torch.no_grad():
+        _assert_same(_outputs(model, x, 'auto'), plain)
+    with torch.inference_mode():
+        _assert_same(_outputs(model, x, 'auto'), plain)
+    _assert_same(_outputs(model, x, 'auto'), plain)
+
+
+def test_ema_swap_through_data(model):
+    """mmengine's EMAHook swaps weights in place through ``.data`` (no
+    version bump); the next forward on the fast path sees them."""
+    model.eval()
+    x = torch.randn(SHAPE)
+    with torch.inference_mode():
+        before = _outputs(model, x, 'auto')
+    saved = [p.data.clone() for p in model.parameters()]
+    try:
+        for p in model.parameters():
+            p.data.copy_(p.data + 0.05 * torch.randn_like(p))
+        with torch.inference_mode():
+            fast = _outputs(model, x, 'auto')
+        with torch.no_grad():
+            plain = _outputs(model, x, 'plain')
+    finally:
+        for p, value in zip(model.parameters(), saved):
+            p.data.copy_(value)
+    _assert_same(fast, plain)
+    assert not torch.allclose(fast[-1], before[-1], atol=1e-3)
+
+
+def test_bf16_autocast(model):
+    """Under bf16 autocast the packed linears step aside (fp32 only); the
+    rest of the fast path runs and stays within bf16's rounding of the
+    plain path."""
+    model.eval()
+    x = torch.randn(SHAPE)
+    with torch.no_grad(), torch.autocast('cpu', dtype=torch.bfloat16):
+        fast = _outputs(model, x, 'auto')
+        plain = _outputs(model, x, 'plain')
+    for a, b in zip(fast, plain):
+        assert torch.isfinite(a).all()
+        rel = ((a.float() - b.float()).norm() / b.float().norm()).item()
+        assert rel < 0.02, rel
+
+
+def test_the_predicate_names_every_mode():
+    block = nn.Linear(4, 4)
+    frozen = nn.Linear(4, 4).requires_grad_(False)
+    x = torch.randn(2, 4)
+    block.eval()
+    frozen.eval()
+    assert fast_path_allowed(block, x) is False  # autograd wants grads
+    assert fast_path_allowed(frozen, x) is True  # a frozen stage in eval
+    assert fast_path_allowed(frozen, x.requires_grad_()) is False
+    with torch.no_grad():
+        assert fast_path_allowed(block, x) is True
+        with use_backend('plain'):
+            assert fast_path_allowed(block, x) is False
+        block.train()  # DropPath and dropout are live in train mode
+        assert fast_path_allowed(block, x) is False
+    block.eval()
+    with torch.inference_mode():
+        assert fast_path_allowed(block, x) is True
+    with pytest.raises(ValueError, match="'fast'"):
+        with use_backend('fast'):
+            pass
