@@ -1,6 +1,7 @@
 """Every change ``mmvisattn`` makes to other libraries, in one place.
 
-``import mmvisattn`` runs :func:`setup_env` once; each step is idempotent.
+At import (``import mmvisattn`` runs :func:`setup_env` once; each step is
+idempotent):
 
 1. ``torch.serialization.add_safe_globals`` (:func:`register_safe_globals`):
    torch>=2.6 loads with ``weights_only=True``, and mmengine 0.10.x
@@ -12,34 +13,60 @@
 2. mmengine's ``pkg::`` config lookup (:func:`register_config_package`):
    ``MODULE2PACKAGE['mmvisattn']`` is added so ``mmvisattn::`` configs
    resolve, and ``mmengine.config.config.get_installed_path`` /
-   ``is_installed`` are replaced by versions that find a package through
-   importlib: mmengine's go through ``pkg_resources`` (deprecated, a warning
-   on every command) and point an editable install at a ``site-packages``
-   folder that does not exist.
+   ``is_installed`` (the names mmengine's ``Config`` calls; not
+   ``mmengine.utils``'s) are wrapped: they answer through importlib (the
+   folder of the imported module) for the packages
+   :func:`uses_importlib_lookup` names -- ``mmvisattn`` itself, a package
+   mmengine's ``<distribution location>/<name>`` rule places in a folder
+   that does not exist (a PEP 660 editable install), and every package
+   once ``pkg_resources`` is gone (setuptools>=81) -- and call mmengine's
+   own functions for every other package, silencing only during that call
+   the ``pkg_resources`` deprecation warning they raise.
+3. mmengine's ``AmpOptimWrapper.optim_context`` and ``.backward``
+   (:func:`scope_mmcv_ops_fp32_to_bf16_amp`): when the wrapper's
+   ``cast_dtype`` is bfloat16 -- ``type='AmpOptimWrapper',
+   dtype='bfloat16'`` or ``dtype=torch.bfloat16``, however the config
+   names it, any subclass that calls these methods, ``tools/train.py
+   --amp-dtype bfloat16`` -- they run inside item 4's context; with fp16,
+   fp32 or the default dtype they are mmengine's, unchanged.
 
-Not at import, but also global, and applied where it is needed:
+Not at import, each only inside the scope that needs it:
 
-3. instaboostfast's ``binary_mask_to_polygon`` (:func:`patch_instaboostfast`,
+4. mmcv's compiled ops under a bf16 autocast
+   (:func:`mmcv_ops_fp32_under_bf16`, a context): mmcv's kernels (NMS,
+   RoIAlign, deformable convs, ...) have no bf16 version ("not implemented
+   for 'BFloat16'"), so inside the context the ``forward`` and
+   ``backward`` of every autograd function in ``mmcv.ops`` are wrapped to
+   run in fp32 while a bf16 autocast is active (CPU or CUDA) and hand bf16
+   back, as autocast itself does for the ops on its fp32 list; fp16 and no
+   autocast reach the kernels unchanged. Entered by a bf16
+   ``AmpOptimWrapper`` (item 3) and ``mmvisattn.BF16OptimWrapper`` in
+   their ``optim_context`` and ``backward``, and by ``tools/test.py
+   --amp`` around the test run. When the last context is left the
+   original ``forward`` is put back, and the original ``backward`` as soon
+   as no autograd node whose forward ran in fp32 is alive any more (its
+   graph is freed: in mmengine's ``train_step``, when the step returns; a
+   graph backpropagated after the context still gets fp32 gradients).
+   Nothing is wrapped outside these scopes, and nothing at all without
+   mmcv's compiled ops (mmcv-lite).
+5. instaboostfast's ``binary_mask_to_polygon`` (:func:`patch_instaboostfast`,
    called when ``mmvisattn.InstaBoost`` is built): its only release breaks
    on numpy>=1.24 (see ``mmvisattn/datasets/transforms.py``).
-
-4. mmcv's compiled ops under bf16 autocast (:func:`run_mmcv_ops_in_fp32_under_bf16`,
-   called when bf16 mixed precision is switched on: ``BF16OptimWrapper``,
-   ``tools/train.py --amp`` without a GPU or with ``--amp-dtype bfloat16``,
-   ``tools/test.py --amp``): mmcv's kernels (NMS, RoIAlign, deformable
-   convs, ...) have no bf16 version ("not implemented for 'BFloat16'"),
-   so each of mmcv's autograd functions runs in fp32 while a bf16 autocast
-   is active, as autocast itself does for ops on its fp32 list. fp16 and
-   no autocast are untouched.
 
 Nothing else: registries are children of mmengine's (``mmvisattn/registry.py``)
 and add no entries to other libraries' registries; training hooks are named
 in the configs or added visibly by ``tools/train.py``.
 """
+import contextlib
 import functools
 import importlib.metadata
 import importlib.util
+import os
 import pickle
+import threading
+import warnings
+import weakref
+from contextlib import contextmanager
 
 import numpy as np
 import torch
@@ -123,24 +150,76 @@ def _is_installed(package: str) -> bool:
     return True
 
 
+def _mmengine_rule_finds(package: str) -> bool:
+    """Whether mmengine's own rule names the folder of ``package``: the
+    distribution's location joined with the package or its top-level
+    module name. Not for a PEP 660 editable install (the location is
+    ``site-packages``, the code stays in the checkout); a package without
+    distribution metadata is found by ``find_spec`` there as here."""
+    try:
+        dist = importlib.metadata.distribution(package)
+    except importlib.metadata.PackageNotFoundError:
+        return True
+    location = str(dist.locate_file(''))
+    return any(os.path.isdir(os.path.join(location, name))
+               for name in (package, _top_level_module(package)))
+
+
+def uses_importlib_lookup(package: str) -> bool:
+    """Whether mmengine's config lookup of ``package`` goes through
+    :func:`_package_folder` (importlib) instead of mmengine's own
+    ``get_installed_path`` / ``is_installed``: for ``mmvisattn`` itself,
+    for a package mmengine's rule places in a folder that does not exist
+    (an editable install), and for every package where ``pkg_resources``,
+    which mmengine's functions import, is gone (setuptools>=81)."""
+    return (package == 'mmvisattn'
+            or importlib.util.find_spec('pkg_resources') is None
+            or not _mmengine_rule_finds(package))
+
+
+def _scoped_lookup(ours, mmengine_lookup):
+    """``mmengine_lookup`` for every package but those
+    :func:`uses_importlib_lookup` names; its ``pkg_resources`` deprecation
+    warning (the API it calls, nothing the user can act on) is silenced
+    during the call only."""
+
+    @functools.wraps(mmengine_lookup)
+    def lookup(package):
+        if uses_importlib_lookup(package):
+            return ours(package)
+        with warnings.catch_warnings():
+            warnings.filterwarnings('ignore', category=UserWarning,
+                                    message='pkg_resources is deprecated')
+            return mmengine_lookup(package)
+
+    lookup.mmengine_lookup = mmengine_lookup
+    return lookup
+
+
 def register_config_package():
     """Make ``_base_ = 'mmvisattn::<dir>/<config>.py'`` resolvable, and
-    resolve every ``pkg::`` through importlib.
+    resolve ``pkg::`` through importlib where mmengine's lookup cannot.
 
     mmengine resolves ``pkg::`` only for packages listed in its
     ``MODULE2PACKAGE`` table, and finds the package folder through
     ``pkg_resources`` as ``<distribution location>/<name>``. For a PEP 660
-    editable install that is ``site-packages/mmvisattn``, which does not
-    exist (the code stays in the checkout), and importing ``pkg_resources``
-    prints a deprecation warning on every command. The folder of the
-    imported module is the one mmengine means for every installed package.
-    The configs live in ``mmvisattn/.mim/configs``.
+    editable install (``pip install -e .``, mmvisattn's own way) that is
+    ``site-packages/<name>``, which does not exist (the code stays in the
+    checkout); the folder of the imported module is the one mmengine means.
+    ``mmengine.config.config``'s ``get_installed_path`` and
+    ``is_installed`` become :func:`_scoped_lookup` wrappers that answer
+    through importlib for the packages :func:`uses_importlib_lookup`
+    names and call mmengine's own functions for every other one
+    (idempotent). The configs live in ``mmvisattn/.mim/configs``.
     """
     import mmengine.config.config as mmengine_config
     from mmengine.config.utils import MODULE2PACKAGE
     MODULE2PACKAGE.setdefault('mmvisattn', 'mmvisattn')
-    mmengine_config.get_installed_path = _package_folder
-    mmengine_config.is_installed = _is_installed
+    for name, ours in (('get_installed_path', _package_folder),
+                       ('is_installed', _is_installed)):
+        current = getattr(mmengine_config, name)
+        if not hasattr(current, 'mmengine_lookup'):
+            setattr(mmengine_config, name, _scoped_lookup(ours, current))
 
 
 def _binary_mask_to_polygon(binary_mask, tolerance=0):
@@ -173,6 +252,20 @@ def setup_env():
     """The import-time changes listed in this module's docstring."""
     register_safe_globals()
     register_config_package()
+    scope_mmcv_ops_fp32_to_bf16_amp()
+
+
+# 4. mmcv's compiled ops under a bf16 autocast
+
+
+class _Fallback:
+    """State of :func:`mmcv_ops_fp32_under_bf16`, one per process."""
+    lock = threading.RLock()
+    scopes = 0  # contexts entered and not left
+    pending = 0  # live autograd nodes whose forward ran in fp32
+    functions = None  # mmcv.ops's autograd functions, found once
+    originals = {}  # (function, 'forward'|'backward') -> its own attribute
+    wrapped = {'forward': False, 'backward': False}
 
 
 def _bf16_to_fp32(values):
@@ -180,11 +273,24 @@ def _bf16_to_fp32(values):
             and v.dtype == torch.bfloat16 else v for v in values]
 
 
+def _to_bf16(value):
+    return value.bfloat16() if isinstance(value, torch.Tensor) and \
+        value.dtype == torch.float32 else value
+
+
+def _node_released():
+    with _Fallback.lock:
+        _Fallback.pending -= 1
+        if _Fallback.pending == 0 and _Fallback.scopes == 0:
+            _swap('backward', False)
+
+
 def _fp32_under_bf16_autocast(forward):
     """``forward`` of an autograd function, run with fp32 inputs and
     autocast off while a bf16 autocast is active on the CPU or CUDA; its
     floating outputs return in bf16 (the dtype the surrounding code
-    allocates for them, e.g. mmdet's RoI extractor)."""
+    allocates for them, e.g. mmdet's RoI extractor). The node is counted
+    until it is freed: its backward needs :func:`_fp32_grads`."""
 
     @functools.wraps(forward)
     def wrapped(ctx, *args, **kwargs):
@@ -192,6 +298,12 @@ def _fp32_under_bf16_autocast(forward):
             if (torch.is_autocast_enabled(device)
                     and torch.get_autocast_dtype(device) == torch.bfloat16):
                 ctx.fp32_under_bf16 = True
+                with _Fallback.lock:
+                    _Fallback.pending += 1
+                try:
+                    weakref.finalize(ctx, _node_released).atexit = False
+                except TypeError:  # not weak-referenceable: stays counted,
+                    pass  # the (inert) backward wrapper stays with it
                 with torch.autocast(device, enabled=False):
                     out = forward(ctx, *_bf16_to_fp32(args), **kwargs)
                 if isinstance(out, torch.Tensor):
@@ -201,18 +313,13 @@ def _fp32_under_bf16_autocast(forward):
                 return out
         return forward(ctx, *args, **kwargs)
 
-    wrapped._fp32_under_bf16 = True
     return wrapped
-
-
-def _to_bf16(value):
-    return value.bfloat16() if isinstance(value, torch.Tensor) and \
-        value.dtype == torch.float32 else value
 
 
 def _fp32_grads(backward):
     """The matching ``backward``: bf16 incoming gradients to fp32 (the
-    kernels' dtype); autograd casts the returned ones to the inputs'."""
+    kernels' dtype) for a node whose forward ran in fp32; autograd casts
+    the returned ones to the inputs' dtype."""
 
     @functools.wraps(backward)
     def wrapped(ctx, *grads):
@@ -220,7 +327,6 @@ def _fp32_grads(backward):
             grads = _bf16_to_fp32(grads)
         return backward(ctx, *grads)
 
-    wrapped._fp32_under_bf16 = True
     return wrapped
 
 
@@ -230,21 +336,113 @@ def _subclasses(cls):
         yield from _subclasses(sub)
 
 
-def run_mmcv_ops_in_fp32_under_bf16():
-    """Wrap the ``forward`` of every autograd function in ``mmcv.ops``
-    (idempotent; see item 4 of this module's docstring)."""
-    import mmcv.ops  # noqa: F401  (defines the functions)
-    for fn in set(_subclasses(torch.autograd.Function)):
-        if not fn.__module__.startswith('mmcv.ops'):
-            continue
-        forward = fn.__dict__.get('forward')
-        if forward is None or getattr(forward, '_fp32_under_bf16', False):
-            continue
-        fn.forward = staticmethod(_fp32_under_bf16_autocast(
-            forward.__func__ if isinstance(forward, staticmethod)
-            else forward))
-        backward = fn.__dict__.get('backward')
-        if backward is not None:
-            fn.backward = staticmethod(_fp32_grads(
-                backward.__func__ if isinstance(backward, staticmethod)
-                else backward))
+def _mmcv_autograd_functions():
+    """The autograd functions ``mmcv.ops`` defines (none where mmcv has no
+    compiled ops: then none of them can run)."""
+    if _Fallback.functions is None:
+        from mmvisattn.utils.optional import mmcv_ops_available
+        functions = []
+        if mmcv_ops_available():
+            functions = sorted(
+                (fn for fn in set(_subclasses(torch.autograd.Function))
+                 if fn.__module__.startswith('mmcv.ops')
+                 and 'forward' in fn.__dict__),
+                key=lambda fn: (fn.__module__, fn.__qualname__))
+        _Fallback.functions = functions
+    return _Fallback.functions
+
+
+def _swap(kind, on):
+    """Put the wrapped (``on``) or the original ``kind`` ('forward' or
+    'backward') on every function; nothing if already so."""
+    if _Fallback.wrapped[kind] == on:
+        return
+    _Fallback.wrapped[kind] = on
+    wrap = _fp32_under_bf16_autocast if kind == 'forward' else _fp32_grads
+    for fn in _mmcv_autograd_functions():
+        key = (fn, kind)
+        if on:
+            original = fn.__dict__.get(kind)
+            if original is None:
+                continue
+            _Fallback.originals[key] = original
+            setattr(fn, kind, staticmethod(wrap(
+                original.__func__ if isinstance(original, staticmethod)
+                else original)))
+        elif key in _Fallback.originals:
+            setattr(fn, kind, _Fallback.originals.pop(key))
+
+
+@contextmanager
+def mmcv_ops_fp32_under_bf16():
+    """Inside: every autograd function of ``mmcv.ops`` runs in fp32 while a
+    bf16 autocast is active (see item 4 of this module's docstring).
+
+    Re-entrant and reference-counted: the last context to leave puts the
+    original ``forward`` back; the original ``backward`` comes back as
+    soon as no autograd node whose forward ran in fp32 is alive any more
+    (a graph built inside may be backpropagated after the context, and
+    its nodes live until the graph's tensors are dropped). A no-op where
+    mmcv has no compiled ops."""
+    with _Fallback.lock:
+        _Fallback.scopes += 1
+        _swap('forward', True)
+        _swap('backward', True)
+    try:
+        yield
+    finally:
+        with _Fallback.lock:
+            _Fallback.scopes -= 1
+            if _Fallback.scopes == 0:
+                _swap('forward', False)
+                if _Fallback.pending == 0:
+                    _swap('backward', False)
+
+
+def mmcv_ops_fp32_state() -> dict:
+    """What :func:`mmcv_ops_fp32_under_bf16` has in place now: contexts
+    entered, fp32 nodes alive, and whether the forwards / backwards are
+    the wrapped ones."""
+    with _Fallback.lock:
+        return dict(scopes=_Fallback.scopes, pending=_Fallback.pending,
+                    **_Fallback.wrapped)
+
+
+def bf16_scope(optim_wrapper):
+    """:func:`mmcv_ops_fp32_under_bf16` for an optimizer wrapper whose
+    ``cast_dtype`` is bfloat16, else nothing."""
+    if getattr(optim_wrapper, 'cast_dtype', None) == torch.bfloat16:
+        return mmcv_ops_fp32_under_bf16()
+    return contextlib.nullcontext()
+
+
+# 3. mmengine's AmpOptimWrapper in bf16
+
+
+def scope_mmcv_ops_fp32_to_bf16_amp():
+    """mmengine's ``AmpOptimWrapper`` (and so every subclass that calls
+    its methods, however a config names it) enters
+    :func:`mmcv_ops_fp32_under_bf16` in ``optim_context`` and ``backward``
+    when its ``cast_dtype`` is bfloat16; fp16 and fp32 wrappers are
+    unchanged (idempotent)."""
+    from mmengine.optim import AmpOptimWrapper
+    optim_context = AmpOptimWrapper.optim_context
+    if getattr(optim_context, 'mmvisattn_bf16_scope', False):
+        return
+    backward = AmpOptimWrapper.backward
+
+    @contextmanager
+    @functools.wraps(optim_context)
+    def scoped_optim_context(self, model):
+        with optim_context(self, model), bf16_scope(self):
+            yield
+
+    @functools.wraps(backward)
+    def scoped_backward(self, loss, **kwargs):
+        with bf16_scope(self):
+            return backward(self, loss, **kwargs)
+
+    scoped_optim_context.mmvisattn_bf16_scope = True
+    scoped_backward.mmvisattn_bf16_scope = True
+    AmpOptimWrapper.optim_context = scoped_optim_context
+    AmpOptimWrapper.backward = scoped_backward

@@ -7,6 +7,7 @@ import importlib.util
 import os.path as osp
 import subprocess
 import sys
+from contextlib import contextmanager
 
 import pytest
 import torch
@@ -64,19 +65,19 @@ def test_bf16_optim_wrapper_autocasts_the_forward():
 
 
 def test_mmcv_ops_run_in_fp32_under_a_bf16_autocast():
-    """RoIAlign, NMS and a deformable conv have no bf16 kernels: under a
-    bf16 autocast they run in fp32 and hand bf16 back (forward and
-    backward); fp16 and no autocast reach the kernels unchanged."""
+    """RoIAlign, NMS and a deformable conv have no bf16 kernels: inside
+    ``mmcv_ops_fp32_under_bf16`` under a bf16 autocast they run in fp32
+    and hand bf16 back (forward and backward, the backward after the
+    context is left); fp16 and no autocast reach the kernels unchanged."""
     from mmcv.ops import DeformConv2d, nms, roi_align
 
-    from mmvisattn.setup_env import run_mmcv_ops_in_fp32_under_bf16
-    run_mmcv_ops_in_fp32_under_bf16()
-    run_mmcv_ops_in_fp32_under_bf16()  # idempotent
+    from mmvisattn.setup_env import mmcv_ops_fp32_under_bf16
     torch.manual_seed(0)
     x = torch.rand(1, 8, 16, 16, requires_grad=True)
     rois = torch.tensor([[0, 1., 1., 9., 12.]])
     want = roi_align(x, rois, (7, 7), 1.0, 0)
-    with torch.autocast('cpu', dtype=torch.bfloat16):
+    with mmcv_ops_fp32_under_bf16(), mmcv_ops_fp32_under_bf16(), \
+            torch.autocast('cpu', dtype=torch.bfloat16):  # re-entrant
         feats = torch.nn.functional.conv2d(x, torch.eye(8)[..., None, None])
         got = roi_align(feats, rois, (7, 7), 1.0, 0)
         dconv = DeformConv2d(8, 4, 3, padding=1)
@@ -88,9 +89,170 @@ def test_mmcv_ops_run_in_fp32_under_a_bf16_autocast():
     assert dconv.weight.grad.dtype == torch.float32
     boxes = torch.tensor([[0, 0, 10, 10], [1, 1, 10, 10], [20, 20, 30, 30.]])
     scores = torch.tensor([0.9, 0.8, 0.7])
-    with torch.autocast('cpu', dtype=torch.bfloat16):
+    with mmcv_ops_fp32_under_bf16(), \
+            torch.autocast('cpu', dtype=torch.bfloat16):
         _, keep = nms(boxes.bfloat16(), scores.bfloat16(), 0.5)
     assert keep.tolist() == [0, 2]
+
+
+def _mmcv_originals():
+    from mmcv.ops.deform_conv import DeformConv2dFunction
+    from mmcv.ops.roi_align import RoIAlignFunction
+    return {(fn, kind): fn.__dict__[kind]
+            for fn in (RoIAlignFunction, DeformConv2dFunction)
+            for kind in ('forward', 'backward')}
+
+
+def _assert_untouched(originals):
+    from mmvisattn.setup_env import mmcv_ops_fp32_state
+    assert mmcv_ops_fp32_state() == dict(scopes=0, pending=0,
+                                          forward=False, backward=False)
+    for (fn, kind), original in originals.items():
+        assert fn.__dict__[kind] is original, (fn, kind)
+
+
+def _roi_step(wrapper, model):
+    """One Runner-free step as mmengine's ``train_step`` takes it: the
+    forward (a conv, then mmcv's RoIAlign) in ``optim_context``, then
+    ``update_params``; what it sees inside, and the output dtype."""
+    from mmcv.ops import roi_align
+
+    from mmvisattn.setup_env import mmcv_ops_fp32_state
+    rois = torch.tensor([[0, 1., 1., 9., 12.]])
+    with wrapper.optim_context(model):
+        inside = mmcv_ops_fp32_state()
+        out = roi_align(model(torch.rand(1, 8, 16, 16)), rois, (7, 7), 1.0,
+                        0)
+    dtype = out.dtype
+    wrapper.update_params(out.float().mean())
+    return inside, dtype
+
+
+def _amp_optim_wrapper(model, **cfg):
+    """mmengine's own ``AmpOptimWrapper`` built from a config on this CPU
+    (its GPU assertion passed; the loss scaler disables itself)."""
+    import warnings
+    from unittest import mock
+
+    import mmengine.optim.optimizer.amp_optimizer_wrapper as amp
+    from mmengine.optim import build_optim_wrapper
+    with mock.patch.object(amp, 'is_cuda_available', return_value=True), \
+            warnings.catch_warnings():
+        warnings.simplefilter('ignore')  # the scaler: no CUDA, disabled
+        return build_optim_wrapper(model, dict(
+            optimizer=dict(type='SGD', lr=0.1), **cfg))
+
+
+CPU_ONLY = pytest.mark.skipif(
+    torch.cuda.is_available(),
+    reason="mmengine's autocast picks the GPU here; the CUDA bf16 "
+    'AmpOptimWrapper is in test_cuda.py')
+
+
+@CPU_ONLY
+@pytest.mark.parametrize('cfg', [
+    dict(type='AmpOptimWrapper', dtype='bfloat16'),
+    dict(type='AmpOptimWrapper', dtype=torch.bfloat16),
+    dict(type='mmengine.AmpOptimWrapper', dtype='bfloat16'),
+    dict(type='AmpOptimWrapper', dtype='bfloat16', subclass=True),
+    dict(type='mmvisattn.BF16OptimWrapper'),
+], ids=['name', 'torch-dtype', 'scoped-name', 'subclass', 'ours'])
+def test_bf16_optim_wrapper_runs_mmcv_ops_in_fp32_inside_its_context_only(
+        cfg):
+    """Whatever names a bf16 ``AmpOptimWrapper`` (mmengine's own, a
+    subclass, ours): mmcv's functions are wrapped inside its
+    ``optim_context`` only, a real mmcv op (RoIAlign) runs there in bf16
+    autocast and its backward works in ``update_params`` after it, and
+    afterwards mmcv's classes hold their own forward/backward again."""
+    from mmengine.optim import AmpOptimWrapper
+    from mmengine.runner.amp import autocast
+    originals = _mmcv_originals()
+    _assert_untouched(originals)
+    model = torch.nn.Conv2d(8, 8, 1)
+    cfg = dict(cfg)
+    if cfg.pop('subclass', False):
+        class MyAmp(AmpOptimWrapper):
+            @contextmanager
+            def optim_context(self, model):
+                with super().optim_context(model):
+                    yield
+        cfg['type'] = MyAmp  # a class in the config, as a user's own
+    if cfg['type'] == 'mmvisattn.BF16OptimWrapper':
+        from mmengine.optim import build_optim_wrapper
+        wrapper = build_optim_wrapper(model, dict(
+            optimizer=dict(type='SGD', lr=0.1), **cfg))
+    else:
+        wrapper = _amp_optim_wrapper(model, **cfg)
+    assert wrapper.cast_dtype == torch.bfloat16
+    before = model.weight.detach().clone()
+    inside, dtype = _roi_step(wrapper, model)
+    assert inside == dict(scopes=1, pending=0, forward=True, backward=True)
+    assert dtype == torch.bfloat16
+    assert not torch.equal(model.weight, before)  # the step was taken
+    _assert_untouched(originals)
+    # outside the wrapper a bf16 autocast reaches mmcv's kernel as before
+    from mmcv.ops import roi_align
+    with pytest.raises(RuntimeError, match='BFloat16'), \
+            autocast(dtype=torch.bfloat16):
+        roi_align(model(torch.rand(1, 8, 16, 16)),
+                  torch.tensor([[0, 1., 1., 9., 12.]]), (7, 7), 1.0, 0)
+
+
+@pytest.mark.parametrize('dtype', ['float16', None])
+def test_fp16_and_default_amp_optim_wrapper_leave_mmcv_alone(dtype,
+                                                            monkeypatch):
+    """(mmengine's autocast is stubbed: CPU autocast has no fp16.)"""
+    import contextlib
+
+    import mmengine.runner.amp
+    originals = _mmcv_originals()
+    model = torch.nn.Conv2d(8, 8, 1)
+    wrapper = _amp_optim_wrapper(model, type='AmpOptimWrapper', dtype=dtype)
+    asked = []
+    monkeypatch.setattr(mmengine.runner.amp, 'autocast', lambda **kw: (
+        asked.append(kw), contextlib.nullcontext())[1])
+    with wrapper.optim_context(model):
+        _assert_untouched(originals)
+    assert asked == [dict(dtype=None if dtype is None else torch.float16)]
+    from mmengine.optim import build_optim_wrapper
+    plain = build_optim_wrapper(model, dict(
+        type='OptimWrapper', optimizer=dict(type='SGD', lr=0.1)))
+    with plain.optim_context(model):
+        _assert_untouched(originals)
+
+
+def test_a_graph_built_inside_backpropagates_after_the_context():
+    """``loss.backward()`` called directly after the context (not through
+    the wrapper) still gets fp32 gradients into mmcv's kernels; the
+    original backward returns once the graph is dropped."""
+    from mmcv.ops import roi_align
+
+    from mmvisattn.setup_env import (mmcv_ops_fp32_state,
+                                     mmcv_ops_fp32_under_bf16)
+    originals = _mmcv_originals()
+    x = torch.rand(1, 8, 16, 16, requires_grad=True)
+    with mmcv_ops_fp32_under_bf16(), \
+            torch.autocast('cpu', dtype=torch.bfloat16):
+        out = roi_align(torch.nn.functional.conv2d(
+            x, torch.eye(8)[..., None, None]), torch.tensor(
+                [[0, 1., 1., 9., 12.]]), (7, 7), 1.0, 0)
+    assert mmcv_ops_fp32_state() == dict(scopes=0, pending=1,
+                                          forward=False, backward=True)
+    out.float().sum().backward()
+    assert torch.isfinite(x.grad).all() and x.grad.abs().sum() > 0
+    del out
+    _assert_untouched(originals)
+
+
+def test_amp_optim_wrapper_patch_is_idempotent():
+    from mmengine.optim import AmpOptimWrapper
+
+    from mmvisattn.setup_env import scope_mmcv_ops_fp32_to_bf16_amp
+    methods = AmpOptimWrapper.optim_context, AmpOptimWrapper.backward
+    assert all(m.mmvisattn_bf16_scope for m in methods)
+    scope_mmcv_ops_fp32_to_bf16_amp()
+    assert (AmpOptimWrapper.optim_context, AmpOptimWrapper.backward) == \
+        methods
 
 
 @pytest.fixture(scope='module')

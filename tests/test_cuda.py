@@ -151,6 +151,39 @@ def test_window_attention_runs_on_a_fused_sdpa_kernel(dtype):
     assert all(torch.isfinite(o).all() for o in outs)
 
 
+def test_bf16_amp_optim_wrapper_runs_mmcv_ops_in_fp32_on_cuda():
+    """mmengine's ``AmpOptimWrapper`` in bf16 on CUDA (as ``tools/train.py
+    --amp-dtype bfloat16`` builds it): mmcv's RoIAlign and NMS, which have
+    no bf16 CUDA kernels, run inside its ``optim_context``, the step
+    backpropagates through them, and mmcv's functions are their own
+    again afterwards."""
+    from mmcv.ops import nms, roi_align
+    from mmcv.ops.roi_align import RoIAlignFunction
+    from mmengine.optim import build_optim_wrapper
+
+    from mmvisattn.setup_env import mmcv_ops_fp32_state
+    original = RoIAlignFunction.__dict__['forward']
+    model = torch.nn.Conv2d(8, 8, 1).cuda()
+    wrapper = build_optim_wrapper(model, dict(
+        type='AmpOptimWrapper', dtype='bfloat16',
+        optimizer=dict(type='SGD', lr=0.1)))
+    rois = torch.tensor([[0, 1., 1., 9., 12.]], device='cuda')
+    boxes = torch.tensor([[0, 0, 10, 10], [1, 1, 10, 10], [20, 20, 30, 30.]],
+                         device='cuda')
+    with wrapper.optim_context(model):
+        feats = model(torch.rand(1, 8, 16, 16, device='cuda'))
+        out = roi_align(feats, rois, (7, 7), 1.0, 0)
+        _, keep = nms(boxes.bfloat16(), torch.tensor(
+            [0.9, 0.8, 0.7], device='cuda').bfloat16(), 0.5)
+    assert feats.dtype == out.dtype == torch.bfloat16
+    assert keep.tolist() == [0, 2]
+    wrapper.update_params(out.float().mean())
+    del out, feats
+    assert mmcv_ops_fp32_state() == dict(scopes=0, pending=0,
+                                          forward=False, backward=False)
+    assert RoIAlignFunction.__dict__['forward'] is original
+
+
 @pytest.mark.slow  # inductor may start compile worker processes
 def test_torch_compile_equals_eager():
     _, gpu = _pair('swin-cyclic')

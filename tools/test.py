@@ -13,6 +13,7 @@ for NaN/Inf pixels on the host (``mmvisattn.FiniteInputHook``).
 import argparse
 import os.path as osp
 import sys
+from contextlib import nullcontext
 
 from mmengine.config import Config
 from mmengine.runner import Runner
@@ -20,6 +21,7 @@ from mmengine.runner import Runner
 import mmvisattn  # noqa: F401
 from mmvisattn.datasets.checks import check_dataloader_files
 from mmvisattn.engine.hooks import add_custom_hooks
+from mmvisattn.setup_env import mmcv_ops_fp32_under_bf16
 from mmvisattn.checkpoint import (CheckpointError, read_checkpoint,
                                   verify_checkpoint)
 # helpers the tools share (tools/tool_common.py, not part of the package)
@@ -86,10 +88,6 @@ def run(args):
         # picks fp16 on a GPU and bf16 on a CPU
         cfg.test_cfg = dict(cfg.get('test_cfg') or dict(type='TestLoop'),
                             fp16=True)
-        import torch
-        if not torch.cuda.is_available():  # bf16: see setup_env.py, 4.
-            from mmvisattn.setup_env import run_mmcv_ops_in_fp32_under_bf16
-            run_mmcv_ops_in_fp32_under_bf16()
     add_custom_hooks(cfg, ['FiniteInputHook'])
     check_dataloader_files(cfg, 'test_dataloader', training=False)
     # a damaged file fails here, before minutes of model and data building
@@ -108,7 +106,10 @@ def run(args):
     # warn and then score random weights): check every key and shape first
     verify_checkpoint(args.checkpoint, runner.model, checkpoint)
     del checkpoint
-    runner.test()
+    # bf16 (on a CPU): mmcv's ops run in fp32 during the test run only
+    # (mmvisattn/setup_env.py, 4.; fp16 and fp32 are untouched)
+    with mmcv_ops_fp32_under_bf16() if args.amp else nullcontext():
+        runner.test()
 
 
 if __name__ == '__main__':

@@ -77,11 +77,9 @@ def mixed_precision(cfg, dtype=None):
         dtype = dtype or 'float16'
         cfg.optim_wrapper.type = 'AmpOptimWrapper'
         cfg.optim_wrapper.dtype = dtype
+        # in bf16 the wrapper runs mmcv's ops in fp32 (setup_env.py, 4.)
         if dtype == 'float16':
             cfg.optim_wrapper.setdefault('loss_scale', 'dynamic')
-        else:  # mmcv's kernels have no bf16 version (setup_env.py, 4.)
-            from mmvisattn.setup_env import run_mmcv_ops_in_fp32_under_bf16
-            run_mmcv_ops_in_fp32_under_bf16()
         return [f'optim_wrapper.type = AmpOptimWrapper ({dtype}'
                 + (', dynamic loss scale)' if dtype == 'float16' else ')')]
     if dtype == 'float16':

@@ -59,6 +59,7 @@ from mmengine.analysis.jit_handles import get_shape
 from torch.overrides import TorchFunctionMode
 
 from mmvisattn.ops import use_backend
+from mmvisattn.utils.optional import mmcv_ops_available
 
 # mmdet 2.x forward_dummy: box branch on 1000 random proposals, mask branch
 # on the first 100 of them.
@@ -418,7 +419,7 @@ def count_module_hooks(model: nn.Module, img: torch.Tensor,
     """
     from mmcv.cnn.utils.flops_counter import get_modules_mapping
     mapping = get_modules_mapping()
-    if deform_convs:
+    if deform_convs and mmcv_ops_available():  # else a model has none
         from mmcv.ops import DeformConv2d, ModulatedDeformConv2d
         for cls in (DeformConv2d, ModulatedDeformConv2d):
             mapping[cls] = deform_conv_flops_counter_hook

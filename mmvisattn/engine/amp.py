@@ -23,7 +23,7 @@ from mmengine.optim import OptimWrapper
 from mmengine.runner.amp import autocast
 
 from mmvisattn.registry import OPTIM_WRAPPERS
-from mmvisattn.setup_env import run_mmcv_ops_in_fp32_under_bf16
+from mmvisattn.setup_env import mmcv_ops_fp32_under_bf16
 
 
 def cpu_has_native_bf16() -> bool:
@@ -40,7 +40,8 @@ def cpu_has_native_bf16() -> bool:
 @OPTIM_WRAPPERS.register_module()
 class BF16OptimWrapper(OptimWrapper):
     """``OptimWrapper`` that runs the forward under bf16 autocast (weights,
-    gradients and optimizer state stay fp32; no loss scaler)."""
+    gradients and optimizer state stay fp32; no loss scaler), with mmcv's
+    ops in fp32 inside it, as mmengine's ``AmpOptimWrapper`` in bf16."""
 
     def __init__(self, *args, dtype='bfloat16', **kwargs):
         if dtype not in ('bfloat16', torch.bfloat16):
@@ -49,8 +50,7 @@ class BF16OptimWrapper(OptimWrapper):
                 '(float16 needs a loss scaler: mmengine\'s AmpOptimWrapper, '
                 'on a GPU)')
         super().__init__(*args, **kwargs)
-        # mmcv's kernels have no bf16 version (mmvisattn/setup_env.py, 4.)
-        run_mmcv_ops_in_fp32_under_bf16()
+        self.cast_dtype = torch.bfloat16  # as AmpOptimWrapper names it
         if not torch.cuda.is_available() and not cpu_has_native_bf16():
             print_log(
                 'BF16OptimWrapper: this CPU has no bf16 instructions '
@@ -58,7 +58,15 @@ class BF16OptimWrapper(OptimWrapper):
                 'slower than fp32; train without --amp here',
                 logger='current', level=logging.WARNING)
 
+    # mmcv's kernels have no bf16 version: inside the forward's autocast and
+    # the backward (a checkpointed block recomputes its forward there)
+    # they run in fp32 (mmvisattn/setup_env.py, 4.)
     @contextmanager
     def optim_context(self, model: nn.Module):
-        with super().optim_context(model), autocast(dtype=torch.bfloat16):
+        with super().optim_context(model), autocast(dtype=torch.bfloat16), \
+                mmcv_ops_fp32_under_bf16():
             yield
+
+    def backward(self, loss: torch.Tensor, **kwargs) -> None:
+        with mmcv_ops_fp32_under_bf16():
+            super().backward(loss, **kwargs)

@@ -1,11 +1,13 @@
 """Corner pooling block of CornerNet, as RepPoints v2 uses it for corner
-verification."""
+verification. mmcv's ``CornerPool`` is a compiled op: it is imported when a
+block is built, so ``import mmvisattn`` works with mmcv-lite."""
 from typing import Optional
 
 import torch
 import torch.nn as nn
 from mmcv.cnn import ConvModule
-from mmcv.ops import CornerPool
+
+from mmvisattn.utils.optional import import_mmcv_ops
 
 # which two directional max-pools make each corner: a top-left corner is
 # where the maximum looking right and down (top / left pools) peaks
@@ -40,6 +42,7 @@ class CornerPoolBlock(nn.Module):
                              f'got {corner!r}')
         self.corner = corner
         conv = dict(conv_cfg=conv_cfg, norm_cfg=norm_cfg)
+        CornerPool = import_mmcv_ops('CornerPoolBlock').CornerPool
         self.pools = nn.ModuleList(CornerPool(d) for d in CORNER_POOLS[corner])
         self.reduce_convs = nn.ModuleList(
             ConvModule(channels, corner_channels, first_kernel_size,
