@@ -136,8 +136,10 @@ def window_layout(height: int,
     # (i + top - s) mod frame_h reads (cyclic), or slot row i + top
     img_rows, img_cols = arange(height) + top, arange(width) + left
     if shift_mode == 'cyclic' and (dynamic_shift or shift_size):
-        img_rows = torch.remainder(img_rows - shift_size, fh)
-        img_cols = torch.remainder(img_cols - shift_size, fw)
+        # (+ frame size: non-negative operands; inductor's value ranges
+        # cannot take a remainder of a possibly negative index)
+        img_rows = torch.remainder(img_rows + (fh - shift_size), fh)
+        img_cols = torch.remainder(img_cols + (fw - shift_size), fw)
     win_cols = fw // ws
     N = ws * ws
     row_part = (img_rows // ws) * (win_cols * N) + (img_rows % ws) * ws
