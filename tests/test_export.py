@@ -266,3 +266,12 @@ def test_a_static_export_refuses_another_size(exporter):
     run = export(model, _images(EXPORT_SIZE), exporter, dynamic=False)
     with pytest.raises(Exception, match='invalid dimensions'):
         run(_images(RUN_SIZE))
+
+
+def test_every_swin_attention_kind_is_in_the_matrix():
+    """A new registered Swin attention kind gets its export tests here."""
+    from mmvisattn.models.layers.window_msa import SwinAttention
+    exported = {cfg.get('attn_cfg', {}).get('type', 'WindowAttention')
+                for cfg in CONFIGS.values()
+                if cfg['type'] == 'SwinTransformer'}
+    assert set(SwinAttention.kinds()) <= exported
