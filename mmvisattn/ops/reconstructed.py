@@ -122,11 +122,11 @@ def reweighted_window_attention(q: torch.Tensor,
                                              torch.Tensor]] = None,
                                 bias: Optional[torch.Tensor] = None
                                 ) -> torch.Tensor:
-    """The RSWAtt paper's own module (``reconstruct='mlp'``): cosine
-    attention with a learned temperature over each query's M x M
-    neighbourhood, whose weights ``A`` are then reconstructed by a function
-    over the M*M window positions, ``R = A + reweight(A)`` (an MLP in the
-    layer), and ``out = R V``.
+    """The RSWAtt paper's own module (the layer's ``MLPReweighting``
+    reconstruction): cosine attention with a learned temperature over each
+    query's M x M neighbourhood, whose weights ``A`` are then reconstructed
+    by a function over the M*M window positions, ``R = A + reweight(A)`` (an
+    MLP in the layer), and ``out = R V``.
 
     Args:
         q, k, v: (B, heads, H, W, d).
