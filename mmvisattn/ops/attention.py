@@ -6,7 +6,7 @@ Which kernels end in :func:`attend` (``softmax(q k^T * scale + mask) v``):
 :func:`~mmvisattn.ops.neighborhood.tiled_neighborhood_attention`,
 :func:`~mmvisattn.ops.sliding.sliding_window_attention_blocked` and
 :func:`~mmvisattn.ops.reconstructed.reconstructed_window_attention` (and,
-outside ``ops``, RSWAtt's global tokens). Spelled out on their own: the
+outside ``ops``, RSWAtt's global tokens and Swin's ``GlobalAttention``). Spelled out on their own: the
 window and sliding kernels with ``use_content=False`` (no q.k term:
 ``softmax(mask) v``),
 :func:`~mmvisattn.ops.sliding.sliding_window_attention_naive` (the naive

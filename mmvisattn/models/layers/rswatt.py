@@ -34,7 +34,8 @@ from mmcv.cnn.bricks.drop import build_dropout
 from mmengine.model import BaseModule
 from mmengine.model.weight_init import trunc_normal_
 
-from mmvisattn.ops import attend, sliding_relative_index
+from mmvisattn.ops import (attend, fast_linear, fast_path_allowed,
+                           packed_weights_scope, sliding_relative_index)
 from mmvisattn.registry import MODELS
 from .mlp import Mlp
 from .rswatt_parts import (ScaleFusion, WindowPredictor, WindowReconstruction,
@@ -247,7 +248,7 @@ class ReconstructedWindowAttention(BaseModule):
                 f'global tokens need a reconstruction with a linear qkv; '
                 f'{type(self.reconstruction).__name__} has a convolutional '
                 'one')
-        qkv = self.qkv(x)
+        qkv = self.project_qkv(x)
         extents = self.window_pred(x) if self.window_pred is not None \
             else None
         q, k, v = qkv.reshape(B, H, W, 3, heads, C // heads).permute(
@@ -264,9 +265,16 @@ class ReconstructedWindowAttention(BaseModule):
             self.attend_globally(global_tokens, k, v)
         return RSWAttOutput(out, extents, global_out)
 
+    def project_qkv(self, x: torch.Tensor) -> torch.Tensor:
+        # a linear qkv takes the packed-weight path inside a fast block
+        # (ops.backend); a convolutional one (MLPReweighting) runs as is
+        if isinstance(self.qkv, nn.Linear):
+            return fast_linear(x, self.qkv)
+        return self.qkv(x)
+
     def project(self, fused: torch.Tensor) -> torch.Tensor:
-        return self.proj_drop(self.proj(F.dropout(fused, self.attn_drop,
-                                                  self.training)))
+        return self.proj_drop(fast_linear(
+            F.dropout(fused, self.attn_drop, self.training), self.proj))
 
     def attend_globally(self, tokens: torch.Tensor, k: torch.Tensor,
                         v: torch.Tensor) -> torch.Tensor:
@@ -274,7 +282,8 @@ class ReconstructedWindowAttention(BaseModule):
         (k, v: (B, heads, H, W, d)); every scale sees the same result."""
         B, n, C = tokens.shape
         heads = self.num_heads
-        qg, kg, vg = self.qkv(tokens).view(B, n, 3, heads, C // heads).permute(
+        qg, kg, vg = self.project_qkv(tokens).view(
+            B, n, 3, heads, C // heads).permute(
             2, 0, 3, 1, 4).unbind(0)  # (B, heads, n, d)
         keys = torch.cat([kg, k.flatten(2, 3)], 2)
         values = torch.cat([vg, v.flatten(2, 3)], 2)
@@ -357,6 +366,9 @@ class RSWAttBlock(BaseModule):
         return x + self.drop_path(self.mlp(self.norm2(x)))
 
     def forward(self, x: torch.Tensor, hw_shape) -> torch.Tensor:
+        if fast_path_allowed(self, x):  # packed linears (ops.backend)
+            with packed_weights_scope():
+                return self._forward(x, hw_shape)
         if self.with_cp and x.requires_grad:
             return cp.checkpoint(self._forward, x, hw_shape,
                                  use_reentrant=False)
