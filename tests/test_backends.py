@@ -163,3 +163,34 @@ def test_the_predicate_names_every_mode():
     with pytest.raises(ValueError, match="'fast'"):
         with use_backend('fast'):
             pass
+
+
+def test_rswatt_plugin_packs_its_linears_on_the_fast_path(monkeypatch):
+    """The plug-in (and so the neck and heads built from it) runs its
+    attention's linears packed inside the fast path, for its call only,
+    and equals the plain path."""
+    from mmvisattn.ops import linear
+    if not linear._ONEDNN:
+        pytest.skip('this torch has no oneDNN linear: no packed path')
+    torch.manual_seed(0)
+    plugin = MODELS.build(dict(type='RSWAttPlugin', in_channels=64,
+                               init_scale=1.)).eval()
+    plugin.init_weights()
+    packed = []
+    reorder = linear._reorder
+    monkeypatch.setattr(linear, '_reorder',
+                        lambda w, rows: packed.append(w.shape) or
+                        reorder(w, rows))
+    x = torch.randn(2, 64, 12, 16)
+    with torch.no_grad():
+        fast = plugin(x)
+        assert packed  # qkv and proj, packed once each
+        assert getattr(linear._LOCAL, 'packed', None) is None
+        count = len(packed)
+        plain = _outputs(plugin, x, 'plain')[0]
+        assert len(packed) == count  # the plain path packs nothing
+    _assert_same((fast, ), (plain, ))
+    plugin.train()
+    with torch.no_grad():
+        plugin(x)
+    assert len(packed) == count  # train mode: never packed

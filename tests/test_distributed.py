@@ -1,6 +1,7 @@
 """Many processes through mmengine (torchrun + gloo on this CPU machine):
 lock-step ranks, rank-0-only outputs, gathered evaluation, a 2x1 run that
-tracks a 1x2 run, SyncBN that really synchronises, and the slurm script."""
+tracks a 1x2 run, SyncBN that really synchronises, the slurm script, every
+backbone family under DDP, and RSWAttViT's gradients under DDP."""
 import os
 import os.path as osp
 import re
@@ -240,3 +241,131 @@ def test_every_backbone_family_trains_under_ddp(shapes, tmp_path):
                 losses, weight_gap = f.read().rsplit(' ', 1)
             assert float(weight_gap) == 0.0, (name, rank)
             assert len(eval(losses)) == 2, (name, losses)
+
+
+# RSWAttViT under DDP: the CIFAR-10 config's model (offset predictor, concat
+# fusion, pixel position encoding, class-token readout), 'tiny' preset,
+# CIFAR's own 32x32 images (a 2x2 patch map), in 2 spawned processes.
+RSWATT_VIT_CIFAR = osp.join(
+    REPO, 'configs', 'rswatt', 'rswatt-vit-b6-p16_1xb32-10e_cifar10-224px.py')
+VIT_STEPS = 3
+
+
+def _vit_batch(step, rank, size=2):
+    """Images and labels of ``rank`` at ``step``, as a dataloader gives."""
+    from mmpretrain.structures import DataSample
+    gen = torch.Generator().manual_seed(100 * step + rank)
+    images = [torch.randint(0, 256, (3, 32, 32), generator=gen,
+                            dtype=torch.uint8) for _ in range(size)]
+    labels = torch.randint(0, 10, (size, ), generator=gen).tolist()
+    return dict(inputs=images,
+                data_samples=[DataSample().set_gt_label(y) for y in labels])
+
+
+def _vit_classifier():
+    from mmengine.config import Config
+    from mmengine.registry import init_default_scope
+
+    import mmvisattn  # noqa: F401
+    init_default_scope('mmpretrain')
+    from mmpretrain.registry import MODELS
+    cfg = Config.fromfile(RSWATT_VIT_CIFAR)
+    cfg.model.backbone.update(arch='tiny', img_size=32)
+    cfg.model.head.in_channels = 192
+    cfg.model.data_preprocessor = cfg.data_preprocessor
+    torch.manual_seed(0)
+    model = MODELS.build(cfg.model)
+    model.init_weights()
+    return model
+
+
+def _sgd(model):
+    from mmengine.optim import build_optim_wrapper
+    return build_optim_wrapper(model, dict(
+        type='OptimWrapper', optimizer=dict(type='SGD', lr=0.01)))
+
+
+def _rswatt_vit_worker(rank, init_file, out_dir):
+    from mmvisattn.registry import MODEL_WRAPPERS
+    torch.set_num_threads(1)
+    dist.init_process_group('gloo', init_method=f'file://{init_file}',
+                            rank=rank, world_size=2)
+    model = _vit_classifier()
+    # per step: the parameters whose gradient was accumulated (DDP's
+    # find_unused_parameters=False fails the next step if one is missing)
+    # and those whose gradient was not exactly zero on this rank
+    reached, nonzero = set(), set()
+    for name, p in model.named_parameters():
+        def seen(p, name=name):
+            reached.add(name)
+            if p.grad.count_nonzero():
+                nonzero.add(name)
+        p.register_post_accumulate_grad_hook(seen)
+    ddp = MODEL_WRAPPERS.build(dict(
+        type='mmvisattn.CPUDistributedDataParallel', module=model,
+        broadcast_buffers=False, find_unused_parameters=False))
+    optim = _sgd(ddp)
+    trainable = {n for n, p in model.named_parameters() if p.requires_grad}
+    losses, missing, gradient = [], [], set()
+    for step in range(VIT_STEPS):
+        reached.clear()
+        logs = ddp.train_step(_vit_batch(step, rank), optim)
+        losses.append(float(logs['loss'].detach()))
+        missing.append(sorted(trainable - reached))
+        gradient |= nonzero
+    dist.destroy_process_group()
+    result = dict(losses=losses, missing=missing,
+                  zero=sorted(trainable - gradient),
+                  state={k: v.detach().clone()
+                         for k, v in model.state_dict().items()})
+    if rank == 0:  # one process on both ranks' images: DDP's mean gradient
+        ref = _vit_classifier()
+        ref_optim = _sgd(ref)
+        for step in range(VIT_STEPS):
+            b0, b1 = _vit_batch(step, 0), _vit_batch(step, 1)
+            ref.train_step(dict(
+                inputs=b0['inputs'] + b1['inputs'],
+                data_samples=b0['data_samples'] + b1['data_samples']),
+                ref_optim)
+        result['reference'] = ref.state_dict()
+    torch.save(result, osp.join(out_dir, f'vit_rank{rank}.pt'))
+
+
+def test_rswatt_vit_trains_under_ddp_with_synchronised_gradients(tmp_path):
+    """RSWAttViT as the CIFAR-10 config builds it ('tiny' preset, 32x32
+    images) takes 3 SGD steps under 2-process DDP (gloo) with mmengine's
+    default ``find_unused_parameters=False``: every parameter receives a
+    gradient on every step, both ranks end with bit-identical weights, and
+    those equal one process trained on both ranks' images.
+
+    Every parameter outside the last layer's attention, the offset
+    predictors of the other layers included, gets a non-zero gradient
+    within the 3 steps (a predictor's hidden layer only from the second
+    step: its output layer starts at zero). In the last layer the
+    windowed path (today: its window predictor and its relative position
+    tables) gets exactly zero: there the class token attends every token
+    globally, and the patch tokens' outputs, which the windows shape, are
+    not read by the class-token readout. The gradient still reaches those
+    parameters (as zeros), so DDP does not count them unused."""
+    mp.spawn(_rswatt_vit_worker,
+             args=(str(tmp_path / 'init'), str(tmp_path)), nprocs=2)
+    ranks = [torch.load(tmp_path / f'vit_rank{r}.pt') for r in range(2)]
+    for r in ranks:
+        assert len(r['losses']) == VIT_STEPS
+        assert r['missing'] == [[]] * VIT_STEPS, r['missing']
+    state0, state1 = ranks[0]['state'], ranks[1]['state']
+    assert state0.keys() == state1.keys()
+    for key in state0:
+        assert torch.equal(state0[key], state1[key]), key
+    for key, ref in ranks[0]['reference'].items():
+        torch.testing.assert_close(state0[key], ref, rtol=1e-4, atol=1e-6,
+                                   msg=key)
+    print('max |DDP - one process|:', max(
+        float((state0[k].float() - v.float()).abs().max())
+        for k, v in ranks[0]['reference'].items()))
+    last = 'backbone.layers.{}.attn.'.format(
+        len({k.split('.')[2] for k in state0
+             if k.startswith('backbone.layers.')}) - 1)
+    print('exactly zero gradient:', ranks[0]['zero'])
+    for r in ranks:
+        assert all(n.startswith(last) for n in r['zero']), r['zero']

@@ -167,6 +167,54 @@ def test_paper_convention_adds_backbone_attention(atss_swin_t):
     assert sum(attn.values()) == expected
 
 
+def _tiled_rswatt_macs(h, w, window, channels):
+    """QK^T + AV of one RSWAtt scale as its tiled kernel computes them:
+    M x M query tiles, each over (2M - 1)^2 keys."""
+    tiles = -(-h // window) * -(-w // window)
+    return tiles * window**2 * (2 * window - 1)**2 * 2 * channels
+
+
+def test_paper_convention_counts_rswatt_neck_and_head_attention():
+    """RSWAttNeck's and RSWAttHead's attention matmuls are counted (they
+    were left out as outside the backbone): a conv 'backbone', the neck on
+    two levels (12x10, 6x5; windows 3 and 5) and the head (one layer at
+    12x10, window 3), 16 channels."""
+    from mmvisattn.models.decode_heads import RSWAttHead
+    from mmvisattn.models.plugins import RSWAttNeck
+
+    class Toy(torch.nn.Module):
+
+        def __init__(self):
+            super().__init__()
+            self.backbone = torch.nn.Conv2d(3, 16, 4, 4)
+            self.neck = RSWAttNeck(16, 2, num_heads=2, window_sizes=(3, 5))
+            self.decode_head = RSWAttHead(
+                in_channels=[16, 16], in_index=[0, 1], channels=16,
+                num_classes=3, num_layers=1, num_heads=2, window_sizes=(3, ))
+
+        def forward(self, img):
+            x = self.backbone(img)
+            levels = (x, torch.nn.functional.max_pool2d(x, 2))
+            return self.decode_head(list(self.neck(levels)))
+
+    model = Toy()
+
+    def forward(m, img):
+        return m(img)
+
+    paper = complexity.model_complexity(model, (3, 48, 40), 'paper', forward)
+    hooks = complexity.model_complexity(model, (3, 48, 40), 'mmcv1', forward)
+    neck = sum(_tiled_rswatt_macs(h, w, m, 16)
+               for h, w in ((12, 10), (6, 5)) for m in (3, 5))
+    head = _tiled_rswatt_macs(12, 10, 3, 16)
+    attn = {k: v for k, v in paper['by_module'].items()
+            if k.endswith('(attention matmuls)')}
+    assert sum(v for k, v in attn.items() if k.startswith('neck.')) == neck
+    assert sum(v for k, v in attn.items()
+               if k.startswith('decode_head.')) == head
+    assert paper['flops'] - hooks['flops'] == neck + head
+
+
 def test_shape_only_counts_like_real_compute(atss_swin_t):
     """Skipping the arithmetic of convs/linears/attention changes nothing."""
     fast = complexity.model_complexity(atss_swin_t, (3, 96, 160), 'paper')

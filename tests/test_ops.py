@@ -99,3 +99,69 @@ def test_neighborhood_unfold_and_inside_image_by_brute_force():
                     want = t[:, :, ky, kx] if ok else torch.zeros(B, heads, d)
                     torch.testing.assert_close(nb[:, :, y * W + x, i * M + j],
                                                want)
+
+
+def _natten_reference(q, k, v, kernel_size):
+    """NATTEN's na2d (odd kernel, dilation 1, no bias) by its definition:
+    query (y, x) attends the kernel_size x kernel_size keys starting at
+    (clamp(y - k//2, 0, H - k), clamp(x - k//2, 0, W - k)): at the border
+    the window shifts inward, so every query has k*k keys."""
+    B, heads, H, W, d = q.shape
+    K = kernel_size
+    out = torch.empty_like(q)
+    for y in range(H):
+        for x in range(W):
+            y0 = min(max(y - K // 2, 0), H - K)
+            x0 = min(max(x - K // 2, 0), W - K)
+            keys = k[:, :, y0:y0 + K, x0:x0 + K].reshape(B, heads, K * K, d)
+            vals = v[:, :, y0:y0 + K, x0:x0 + K].reshape(B, heads, K * K, d)
+            w = (q[:, :, y, x, None] @ keys.transpose(-1, -2) *
+                 d**-0.5).softmax(-1)
+            out[:, :, y, x] = (w @ vals)[:, :, 0]
+    return out
+
+
+@pytest.mark.parametrize('K', [3, 5])
+def test_neighbourhood_border_is_masked_not_shifted_as_in_natten(K):
+    """Our sliding-window kernels keep every window centred on its query and
+    mask the keys beyond the image; NATTEN shifts the window inward. With
+    values that are one-hot key positions the output is the attention
+    distribution itself: a corner query of ours attends ceil(K/2)**2 keys
+    (NATTEN: K*K), an edge query ceil(K/2)*K, all its weight on keys inside
+    the image; where the centred window fits (K//2 from every border) both
+    are the same, at every other query they differ."""
+    from mmvisattn.ops import (sliding_window_attention_blocked,
+                               sliding_window_attention_naive)
+    torch.manual_seed(0)
+    H, W, heads = 7, 8, 2
+    q, k = (torch.randn(1, heads, H, W, 4) for _ in range(2))
+    # d = H*W: value of key (i, j) is the one-hot vector of its position
+    q, k = (torch.cat([t, t.new_zeros(1, heads, H, W, H * W - 4)], -1)
+            for t in (q, k))
+    v = torch.eye(H * W).view(1, 1, H, W, H * W).expand(1, heads, H, W,
+                                                         H * W)
+    ours = sliding_window_attention_blocked(q, k, v, K)
+    torch.testing.assert_close(
+        sliding_window_attention_naive(q, k, v, K), ours)
+    natten = _natten_reference(q, k, v, K)
+
+    def keys_attended(weights):  # (H, W): keys with a non-negligible weight
+        return (weights > 1e-20).sum(-1)[0, 0]
+
+    half = K // 2
+    ys, xs = torch.arange(H)[:, None], torch.arange(W)[None, :]
+    centred = ((ys.clamp(max=half) + (H - 1 - ys).clamp(max=half) + 1) *
+               (xs.clamp(max=half) + (W - 1 - xs).clamp(max=half) + 1))
+    assert torch.equal(keys_attended(ours), centred)
+    # masked, not zero-padded: no weight goes to keys beyond the image
+    torch.testing.assert_close(ours.sum(-1), torch.ones(1, heads, H, W))
+    assert int(keys_attended(ours)[0, 0]) == ((K + 1) // 2)**2
+    assert int(keys_attended(ours)[0, W // 2]) == (K + 1) // 2 * K
+    assert torch.equal(keys_attended(natten), torch.full((H, W), K * K))
+    interior = (slice(None), slice(None), slice(half, H - half),
+                slice(half, W - half))
+    torch.testing.assert_close(ours[interior], natten[interior])
+    border = torch.ones(H, W, dtype=torch.bool)
+    border[half:H - half, half:W - half] = False
+    gap = (ours - natten).abs().amax((0, 1, 4))  # (H, W)
+    assert bool((gap[border] > 1e-3).all()), gap

@@ -114,28 +114,29 @@ def test_gradients_reach_the_extents_and_the_window_predictor():
     attn = ReconstructedWindowAttention(32, 4, window_sizes=(3, 7))
     attn.init_weights()
     x = torch.randn(2, 10, 12, 32)
-    out, ext = attn(x, return_extents=True)
+    out, ext, _ = attn(x)
     assert out.shape == x.shape and ext.shape == (2, 10, 12, 2, 4)
     # the predictor starts at 3/4 of each scale's largest window
     assert torch.allclose(ext[..., 1, :], torch.full_like(ext[..., 1, :],
                                                           2.25))
     (out**2).sum().backward()
-    for p in (attn.window_pred.weight, attn.window_pred.bias,
-              attn.scale_gate.weight,
+    for p in (attn.window_pred.linear.weight, attn.window_pred.linear.bias,
+              attn.fusion.gate.weight,
               attn.relative_position_bias_tables[0]):
         assert p.grad is not None and p.grad.abs().sum() > 0
 
 
 def test_anchor_predictor_mixes_anchor_windows():
-    attn = ReconstructedWindowAttention(16, 2, window_sizes=(9, ),
-                                        predictor='anchors')
+    attn = ReconstructedWindowAttention(
+        16, 2, window_sizes=(9, ), window_predictor=dict(type='AnchorExtents'))
     attn.init_weights()
-    ext = attn.predict_extents(torch.randn(1, 4, 4, 16))
+    ext = attn.window_pred(torch.randn(1, 4, 4, 16))
     # zero init: the mean of the anchors, times the largest extents (4)
-    mean = attn.anchors.mean(0) * 4
+    mean = attn.window_pred.anchors.mean(0) * 4
     assert torch.allclose(ext[0, 0, 0, 0], mean)
-    with pytest.raises(ValueError, match='predictor'):
-        ReconstructedWindowAttention(16, 2, predictor='boxes')
+    with pytest.raises(ValueError, match="window_predictor: type='Boxes'"):
+        ReconstructedWindowAttention(16, 2,
+                                     window_predictor=dict(type='Boxes'))
 
 
 def test_kernel_refuses_bad_arguments():
@@ -172,7 +173,8 @@ def test_backbone_training_options():
     outs = model(torch.randn(2, 3, 48, 48))
     assert [o.shape[1] for o in outs] == [128, 512]
     sum(o.sum() for o in outs).backward()
-    assert model.layers[1].blocks[0].attn.window_pred.weight.grad is not None
+    assert model.layers[1].blocks[0].attn.window_pred.linear.weight.grad \
+        is not None
     with pytest.raises(ValueError, match='arch'):
         RSWAttTransformer(arch='huge')
     with pytest.raises(ValueError, match='out_indices'):
@@ -180,7 +182,7 @@ def test_backbone_training_options():
 
 
 def _paper_formula(q, k, v, M, logit_scale, mlp, bias):
-    """``reconstruct='mlp'`` written out per query: cosine logits x learned
+    """``MLPReweighting`` written out per query: cosine logits x learned
     temperature + bias over the M x M window (inside the image), softmax,
     plus the MLP of the weights over the window positions, times V."""
     B, heads, H, W, d = q.shape
@@ -209,27 +211,33 @@ def _paper_formula(q, k, v, M, logit_scale, mlp, bias):
 
 def test_mlp_reconstruction_matches_the_papers_formula():
     torch.manual_seed(3)
-    layer = ReconstructedWindowAttention(8, 2, window_sizes=(5, ),
-                                         reconstruct='mlp')
+    layer = ReconstructedWindowAttention(
+        8, 2, window_sizes=(5, ), window_predictor=None,
+        reconstruction=dict(type='MLPReweighting'))
     layer.init_weights()
-    for p in layer.reweight.parameters():  # a non-trivial MLP
+    mlp = layer.reconstruction
+    for p in mlp.reweight.parameters():  # a non-trivial MLP
         torch.nn.init.normal_(p, std=0.3)
     x = torch.randn(1, 6, 7, 8)
-    got = layer(x)
+    got, extents, _ = layer(x)
+    assert extents is None
     with torch.no_grad():
-        qkv = layer.qkv(x.permute(0, 3, 1, 2)).permute(0, 2, 3, 1)
+        # 1x1 conv, then 3x3 depthwise
+        conv1, depthwise = layer.qkv
+        assert depthwise.groups == 24 and depthwise.kernel_size == (3, 3)
+        qkv = depthwise(conv1(x.permute(0, 3, 1, 2))).permute(0, 2, 3, 1)
         q, k, v = qkv.reshape(1, 6, 7, 3, 2, 4).permute(3, 0, 4, 1, 2,
                                                         5).unbind(0)
         bias = layer.relative_position_bias_tables[0][
             layer.relative_index_5].t()
-        ref = _paper_formula(q, k, v, 5, layer.logit_scale.exp(),
-                             layer.reweight[0], bias)
+        ref = _paper_formula(q, k, v, 5, mlp.logit_scale.exp(),
+                             mlp.reweight[0], bias)
         expected = layer.proj(ref.permute(0, 2, 3, 1, 4).reshape(1, 6, 7, 8))
     assert torch.allclose(got, expected, atol=1e-5)
     assert layer.window_pred is None
     (got**2).sum().backward()
-    assert layer.reweight[0][0].weight.grad.abs().sum() > 0
-    assert layer.logit_scale.grad.abs().sum() > 0
+    assert mlp.reweight[0][0].weight.grad.abs().sum() > 0
+    assert mlp.logit_scale.grad.abs().sum() > 0
 
 
 # ------------------------------------------ detection and segmentation

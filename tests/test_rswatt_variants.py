@@ -1,9 +1,9 @@
-"""RSWAtt's source-described variants: ``adaptive=False``, the
-concatenation fusion, the offset predictor and the enhanced anchor
-reconstructor, global (class) tokens, the pixel position encoding,
-``RSWAttViT`` and its CIFAR-10 config, the RetinaNet + ``RSWAttNeck``
-config, the ``RSWAttHead`` decoder configs, and the tools that show whether
-the windows adapt (extents against objects) and whether it matters (the
+"""RSWAtt's source-described variants: fixed windows
+(``window_predictor=None``), the concatenation fusion, the offset predictor and
+the enhanced anchor reconstructor, global (class) tokens, the pixel position
+encoding, ``RSWAttViT`` and its CIFAR-10 config, the RetinaNet + ``RSWAttNeck``
+config, the ``RSWAttHead`` decoder configs, and the tools that show whether the
+windows adapt (extents against objects) and whether it matters (the
 ablation)."""
 import os.path as osp
 import re
@@ -17,23 +17,30 @@ from helpers import HELPERS, REPO, load_tool, runner_loss_step
 from helpers.camvid import loss_step_on_camvid
 from helpers.coco128 import loss_step_on_coco128
 from mmvisattn.models.backbones import RSWAttViT
-from mmvisattn.models.layers import (PixelPositionEncoding,
+from mmvisattn.models.layers import (ConcatFusion, DirectExtents,
+                                     OffsetExtents,
+                                     PixelPositionEncoding,
                                      ReconstructedWindowAttention, RSWAttBlock)
 from mmvisattn.ops import sliding_window_attention_naive
 
 CONFIGS = osp.join(REPO, 'configs', 'rswatt')
-PREDICTORS = ('direct', 'offsets', 'anchors', 'enhanced_anchors')
+PREDICTORS = ('DirectExtents', 'OffsetExtents', 'AnchorExtents',
+              'EnhancedAnchorExtents')
 
 
-def _layer(**kwargs):
+def _layer(fusion='GateFusion', window_predictor='DirectExtents',
+           **kwargs):
     torch.manual_seed(0)
-    layer = ReconstructedWindowAttention(32, 4, **kwargs)
+    layer = ReconstructedWindowAttention(
+        32, 4, fusion=dict(type=fusion),
+        window_predictor=window_predictor and dict(type=window_predictor),
+        **kwargs)
     layer.init_weights()
     with torch.no_grad():  # a non-trivial fusion and bias
         for table in layer.relative_position_bias_tables:
             table.normal_()
-        if layer.scale_weights is not None:
-            layer.scale_weights.normal_()
+        if isinstance(layer.fusion, ConcatFusion):
+            layer.fusion.scale_weights.normal_()
     return layer
 
 
@@ -50,58 +57,61 @@ def _reference(layer, x):
             layer, f'relative_index_{m}')].t()
         out = sliding_window_attention_naive(q, k, v, m, bias=bias)
         outs.append(out.permute(0, 2, 3, 1, 4).reshape(B, H, W, C))
-    if layer.fusion == 'concat':
-        w = layer.scale_weights.sigmoid()
+    if isinstance(layer.fusion, ConcatFusion):
+        w = layer.fusion.scale_weights.sigmoid()
         fused = torch.cat([w[i] * o for i, o in enumerate(outs)], -1)
     elif len(outs) == 1:
         fused = outs[0]
     else:
-        g = layer.scale_gate(x).softmax(-1)
+        g = layer.fusion.gate(x).softmax(-1)
         fused = sum(g[..., i, None] * o for i, o in enumerate(outs))
     return layer.proj(fused)
 
 
-@pytest.mark.parametrize('fusion,sizes', [('gate', (5, 9)),
-                                          ('concat', (4, 8, 16)),
-                                          ('concat', (3, ))])
+@pytest.mark.parametrize('fusion,sizes', [('GateFusion', (5, 9)),
+                                          ('ConcatFusion', (4, 8, 16)),
+                                          ('ConcatFusion', (3, ))])
 def test_fixed_windows_are_plain_sliding_window_attention(fusion, sizes):
-    layer = _layer(window_sizes=sizes, fusion=fusion, adaptive=False)
+    layer = _layer(window_sizes=sizes, fusion=fusion, window_predictor=None)
     assert layer.window_pred is None
     x = torch.randn(2, 10, 13, 32)
-    assert torch.allclose(layer(x), _reference(layer, x), atol=1e-5)
+    out, extents, _ = layer(x)
+    assert extents is None
+    assert torch.allclose(out, _reference(layer, x), atol=1e-5)
 
 
 def _pin_full_windows(layer):
     """Predictor outputs that put every window at its full M x M."""
-    last = layer.window_pred[-1] if isinstance(
-        layer.window_pred, torch.nn.Sequential) else layer.window_pred
+    pred = layer.window_pred
+    last = pred.mlp[-1] if isinstance(pred, OffsetExtents) else pred.linear
     scales = len(layer.window_sizes)
     with torch.no_grad():
         last.weight.zero_()
         bias = last.bias.view(scales, -1)
         bias.zero_()
-        if layer.predictor in ('direct', 'offsets'):
+        if type(pred).__name__ in ('DirectExtents', 'OffsetExtents'):
             bias.fill_(50.)  # sigmoid -> 1; offsets clamp at the limits
         else:
             bias[:, 0] = 50.  # all weight on anchor 0, the full window
 
 
 @pytest.mark.parametrize('predictor', PREDICTORS)
-@pytest.mark.parametrize('fusion', ['gate', 'concat'])
+@pytest.mark.parametrize('fusion', ['GateFusion', 'ConcatFusion'])
 def test_pinned_windows_equal_sliding_window_attention(predictor, fusion):
-    layer = _layer(window_sizes=(4, 7), fusion=fusion, predictor=predictor,
-                   temperature=1e-4)
+    layer = _layer(window_sizes=(4, 7), fusion=fusion,
+                   window_predictor=predictor,
+                   reconstruction=dict(type='SoftWindows', temperature=1e-4))
     _pin_full_windows(layer)
     x = torch.randn(2, 9, 11, 32)
-    assert torch.allclose(layer(x), _reference(layer, x), atol=1e-5)
+    assert torch.allclose(layer(x).out, _reference(layer, x), atol=1e-5)
 
 
 @pytest.mark.parametrize('predictor', PREDICTORS)
 def test_gradients_reach_every_predictor(predictor):
-    layer = _layer(window_sizes=(4, 8, 16), fusion='concat',
-                   predictor=predictor)
-    out, extents = layer(torch.randn(2, 12, 14, 32), return_extents=True)
-    limits = layer.extent_limits
+    layer = _layer(window_sizes=(4, 8, 16), fusion='ConcatFusion',
+                   window_predictor=predictor)
+    out, extents, _ = layer(torch.randn(2, 12, 14, 32))
+    limits = layer.window_pred.extent_limits
     assert extents.shape == (2, 12, 14, 3, 4)
     assert (extents >= 0).all() and (extents <= limits).all()
     (out**2).sum().backward()
@@ -110,27 +120,32 @@ def test_gradients_reach_every_predictor(predictor):
     # layer)
     torch.optim.SGD(layer.parameters(), lr=1e-3).step()
     layer.zero_grad()
-    (layer(torch.randn(2, 12, 14, 32))**2).sum().backward()
+    (layer(torch.randn(2, 12, 14, 32)).out**2).sum().backward()
     for name, p in layer.named_parameters():
-        if name.startswith(('window_pred', 'scale_weights')):
+        if name.startswith(('window_pred', 'fusion.scale_weights')):
             assert p.grad is not None and p.grad.abs().sum() > 0, name
 
 
 def test_predictor_starting_windows():
     x = torch.randn(1, 3, 3, 32)
-    # 'direct' and 'offsets' start at init_extent of each scale's window,
-    # whatever the gain; the enhanced anchors start at their mean
-    for predictor in ('direct', 'offsets'):
-        for gain in (1., 10.):
-            layer = _layer(window_sizes=(8, ), predictor=predictor,
-                           predictor_gain=gain, init_extent=0.5)
-            expected = layer.extent_limits * 0.5
-            assert torch.allclose(layer.predict_extents(x)[0, 0, 0],
-                                  expected, atol=1e-6)
-    layer = _layer(window_sizes=(9, ), predictor='enhanced_anchors')
-    assert layer.anchors.shape == (8, 4)
-    assert torch.allclose(layer.predict_extents(x)[0, 0, 0, 0],
-                          layer.anchors.mean(0) * 4)
+    # the direct and offset predictors start at init_extent of each scale's
+    # window (the direct one whatever its gain); the enhanced anchors start
+    # at their mean
+    for predictor in (dict(type='DirectExtents', gain=1.),
+                      dict(type='DirectExtents', gain=10.),
+                      dict(type='OffsetExtents')):
+        layer = ReconstructedWindowAttention(
+            32, 4, (8, ), window_predictor=dict(predictor, init_extent=0.5))
+        layer.init_weights()
+        expected = layer.window_pred.extent_limits * 0.5
+        assert torch.allclose(layer.window_pred(x)[0, 0, 0], expected,
+                              atol=1e-6)
+    layer = _layer(window_sizes=(9, ),
+                   window_predictor='EnhancedAnchorExtents')
+    anchors = layer.window_pred.anchors
+    assert anchors.shape == (8, 4)
+    assert torch.allclose(layer.window_pred(x)[0, 0, 0, 0],
+                          anchors.mean(0) * 4)
 
 
 def test_predictor_gain_scales_the_predictors_output():
@@ -138,31 +153,27 @@ def test_predictor_gain_scales_the_predictors_output():
     the extents of 10x the weights at gain 1 (what a 10x learning rate on
     the predictor reaches)."""
     x = torch.randn(1, 4, 4, 32)
-    a = _layer(window_sizes=(9, ), predictor_gain=1.)
-    b = _layer(window_sizes=(9, ), predictor_gain=10.)
+    a, b = (DirectExtents(32, (9, ), gain=gain) for gain in (1., 10.))
     with torch.no_grad():
-        w = torch.randn_like(a.window_pred.weight) * 0.01
-        a.window_pred.weight.copy_(w * 10)
-        a.window_pred.bias.mul_(10)
-        b.window_pred.weight.copy_(w)
-        b.window_pred.bias.copy_(a.window_pred.bias / 10)
-    assert torch.allclose(a.predict_extents(x), b.predict_extents(x),
-                          atol=1e-5)
+        w = torch.randn_like(a.linear.weight) * 0.01
+        b.linear.weight.copy_(w)
+        b.linear.bias.normal_()
+        a.linear.weight.copy_(w * 10)
+        a.linear.bias.copy_(b.linear.bias * 10)
+    assert torch.allclose(a(x), b(x), atol=1e-5)
 
 
-def test_bad_options_are_named():
-    with pytest.raises(ValueError, match='fusion'):
-        ReconstructedWindowAttention(32, 4, fusion='sum')
-    with pytest.raises(ValueError, match='predictor'):
-        ReconstructedWindowAttention(32, 4, predictor='box')
-    layer = ReconstructedWindowAttention(32, 4, reconstruct='mlp')
+def test_mlp_reconstruction_takes_no_global_tokens():
+    layer = ReconstructedWindowAttention(
+        32, 4, window_predictor=None,
+        reconstruction=dict(type='MLPReweighting'))
     with pytest.raises(ValueError, match='global tokens'):
         layer(torch.randn(1, 4, 4, 32), global_tokens=torch.randn(1, 1, 32))
 
 
-@pytest.mark.parametrize('fusion', ['gate', 'concat'])
+@pytest.mark.parametrize('fusion', ['GateFusion', 'ConcatFusion'])
 def test_class_token_attends_every_pixel_and_pixels_ignore_it(fusion):
-    block = RSWAttBlock(32, 4, (3, 5), attn_cfg=dict(fusion=fusion))
+    block = RSWAttBlock(32, 4, (3, 5), attn_cfg=dict(fusion=dict(type=fusion)))
     block.attn.init_weights()
     block.eval()
     H, W = 6, 7
@@ -178,8 +189,8 @@ def test_class_token_attends_every_pixel_and_pixels_ignore_it(fusion):
                                                            4).unbind(0)
     w = (q[:, :, :1] @ k.transpose(-1, -2) * d**-0.5).softmax(-1)
     g = (w @ v).transpose(1, 2).reshape(2, 1, 32)
-    if fusion == 'concat':
-        g = attn.fuse(None, [g] * 2)
+    if fusion == 'ConcatFusion':
+        g = attn.fusion(None, [g] * 2)
     expected = x[:, :1] + attn.proj(g)
     expected = expected + block.mlp(block.norm2(expected))
     assert torch.allclose(out[:, :1], expected, atol=1e-5)
@@ -205,8 +216,9 @@ def test_rswatt_vit_presets_outputs_and_freezing():
     model = RSWAttViT()  # the source's example: 768 wide, 6 layers
     assert len(model.layers) == 6 and model.embed_dims == 768
     assert model.layers[0].attn.window_sizes == (4, 8, 16)
-    assert model.layers[0].attn.fusion == 'concat'
-    assert model.layers[0].attn.predictor == 'offsets'
+    assert type(model.layers[0].attn.fusion).__name__ == 'ConcatFusion'
+    assert type(model.layers[0].attn.window_pred).__name__ == \
+        'OffsetExtents'
     tiny = RSWAttViT('tiny', img_size=64, frozen_stages=2,
                      out_type='featmap')
     tiny.init_weights()
@@ -226,7 +238,8 @@ def test_rswatt_vit_presets_outputs_and_freezing():
     tiny.out_type = 'featmap'
     (feat, ) = tiny(x)
     feat.square().sum().backward()
-    assert tiny.layers[5].attn.window_pred[-1].weight.grad.abs().sum() > 0
+    assert tiny.layers[5].attn.window_pred.mlp[-1].weight.grad.abs().sum() \
+        > 0
     with pytest.raises(ValueError, match='out_type'):
         RSWAttViT('tiny', out_type='tokens')
     with pytest.raises(ValueError, match='unknown arch'):
@@ -371,8 +384,8 @@ def test_ablation_variants_build_what_they_say(tmp_path):
         9, )
     assert attn['adaptive'].window_pred is not None
     assert attn['ms-gate'].window_sizes == (5, 9)
-    assert attn['ms-gate'].scale_gate is not None
-    assert attn['ms-concat'].fusion == 'concat'
+    assert attn['ms-gate'].fusion.gate is not None
+    assert type(attn['ms-concat'].fusion).__name__ == 'ConcatFusion'
     assert type(built['swin']).__name__ == 'SwinTransformer'
     assert built['swin'].out_channels == built['fixed'].out_channels
 
@@ -397,7 +410,8 @@ def test_variants_under_inference_mode_and_bf16_autocast(predictor):
     same result as under no_grad), then training again."""
     model = RSWAttViT(dict(embed_dims=32, depth=2, num_heads=2),
                       img_size=32, window_sizes=(2, 4),
-                      attn_cfg=dict(predictor=predictor, fusion='concat'))
+                      attn_cfg=dict(window_predictor=dict(type=predictor),
+                                    fusion=dict(type='ConcatFusion')))
     model.init_weights()
     x = torch.randn(2, 3, 48, 32)
     with torch.autocast('cpu', dtype=torch.bfloat16):

@@ -701,3 +701,9 @@ def test_attention_kinds_are_registered_classes():
         model = SwinTransformer(depths=(2, ), num_heads=(3, ),
                                 out_indices=(0, ), attn_cfg=dict(type=name))
         assert type(model.layers[0].blocks[1].attn) is MODELS.get(name)
+
+
+def test_an_unknown_backbone_key_is_named_as_python_does():
+    with pytest.raises(TypeError,
+                       match="unexpected keyword argument 'window_szie'"):
+        SwinTransformer(depths=(1, 1), num_heads=(3, 6), window_szie=7)

@@ -23,7 +23,9 @@ model = dict(
         img_size=224,
         patch_size=16,
         window_sizes=(4, 8, 16),
-        attn_cfg=dict(fusion='concat', predictor='offsets'),
+        attn_cfg=dict(
+            fusion=dict(type='ConcatFusion'),
+            window_predictor=dict(type='OffsetExtents')),
         pixel_pos_embed=True,
         out_type='cls_token'),
     neck=None,

@@ -8,4 +8,5 @@ model = dict(
     decode_head=dict(
         type='mmvisattn.RSWAttUPerHead',
         num_rswatt_blocks=1,
-        rswatt_cfg=dict(window_sizes=(5, 9), num_heads=16)))
+        window_sizes=(5, 9),
+        num_heads=16))

@@ -3,8 +3,10 @@
 # long side <= 1333), AdamW lr 1e-4 wd 0.05, batch 16 (2 x 8 GPUs), 3x
 # (36 epochs, lr x0.1 at 27 and 33). Paper: 43.5 box AP.
 # Model as mmdet's ATSS R-50 (torchvision weights). The paper gives no
-# config: the warmup (1000 iterations, linear) and the no-decay keys are the
-# Swin recipe's (they match no parameter of this model).
+# config: the warmup (linear over 500 iterations from 0.001 x lr: the
+# detection release's configs/_base_/schedules/schedule_1x.py, warmup_iters
+# 500, which its Swin configs keep) and the no-decay keys are the Swin
+# recipe's (the keys match no parameter of this model).
 _base_ = 'mmdet::atss/atss_r50_fpn_1x_coco.py'
 
 train_pipeline = [

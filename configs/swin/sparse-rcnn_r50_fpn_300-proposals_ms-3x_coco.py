@@ -6,8 +6,10 @@
 # 300 proposals; gradient clipping (max norm 1) kept from mmdet. Differs from
 # mmdet's 300-proposal config: no DETR-style crop branch (the paper states
 # multi-scale training only) and the Swin optimizer instead of lr 2.5e-5,
-# wd 1e-4; the Swin recipe's warmup (1000 iterations) and no-decay keys
-# (here: the heads' LayerNorms) are used.
+# wd 1e-4; the Swin recipe's warmup (linear over 500 iterations from
+# 0.001 x lr: the detection release's configs/_base_/schedules/
+# schedule_1x.py, warmup_iters 500; mmdet's Sparse R-CNN 3x has the same)
+# and no-decay keys (here: the heads' LayerNorms) are used.
 _base_ = 'mmdet::sparse_rcnn/sparse-rcnn_r50_fpn_ms-480-800-3x_coco.py'
 
 num_proposals = 300

@@ -20,7 +20,9 @@ Conventions (all count one multiply-add as one FLOP):
   RoIAlign, ``torch.bmm``. Parameters: the trainable ones, as mmcv counts.
 
 * ``'paper'`` -- ``'mmcv1'`` plus the attention matmuls (QK^T + AV, on the
-  padded window grid) made inside the backbone, and deformable convolutions
+  padded window grid) made inside the backbone and inside every RSWAtt
+  attention elsewhere (RSWAttNeck, the RSWAtt decode heads: no paper
+  figure covers them; :func:`attention_scopes`), and deformable convolutions
   (mmcv's ``DeformConv2d``, absent from mmcv's table) counted as ordinary
   convolutions of their kernel: RepPoints v2's two per level, without which
   its Table 2 FLOPs fall short by about 25G at 1280x800. This reproduces
@@ -386,9 +388,19 @@ def _zeros_forward(module: nn.Module):
 
 def attention_scopes(model: nn.Module) -> List[nn.Module]:
     """Where the paper's counts include attention matmuls: the backbone
-    (the whole model if it has none)."""
+    (the whole model if it has none), and every RSWAtt attention outside it
+    (RSWAttNeck's, RSWAttHead's, RSWAttUPerHead's). No paper figure covers
+    those, and without them the neck and the heads would count as their
+    linear layers only. Other heads' attention (Sparse R-CNN's) stays
+    uncounted, as in the paper's figures."""
+    from mmvisattn.models.layers import ReconstructedWindowAttention
     backbone = getattr(model, 'backbone', None)
-    return [backbone] if isinstance(backbone, nn.Module) else [model]
+    scopes = [backbone] if isinstance(backbone, nn.Module) else [model]
+    inside = {id(m) for scope in scopes for m in scope.modules()}
+    return scopes + [
+        m for m in model.modules()
+        if isinstance(m, ReconstructedWindowAttention) and id(m) not in inside
+    ]
 
 
 def deform_conv_flops_counter_hook(module: nn.Module, inputs: tuple,

@@ -1,4 +1,22 @@
-"""Attention kernels over windows."""
+"""Window attention, and :func:`attend`, the softmax attention that most
+kernels of :mod:`mmvisattn.ops` end in.
+
+Which kernels end in :func:`attend` (``softmax(q k^T * scale + mask) v``):
+:func:`window_attention` and, through
+:func:`~mmvisattn.ops.neighborhood.tiled_neighborhood_attention`,
+:func:`~mmvisattn.ops.sliding.sliding_window_attention_blocked` and
+:func:`~mmvisattn.ops.reconstructed.reconstructed_window_attention` (and,
+outside ``ops``, RSWAtt's global tokens and Swin's ``GlobalAttention``). Spelled out on their own: the
+window and sliding kernels with ``use_content=False`` (no q.k term:
+``softmax(mask) v``),
+:func:`~mmvisattn.ops.sliding.sliding_window_attention_naive` (the naive
+unfold, kept as the reference the blocked kernel is tested against),
+:func:`~mmvisattn.ops.reconstructed.reweighted_window_attention` (cosine
+attention whose probabilities an MLP re-weights, so it needs them) and
+:func:`window_attention_weights` (returns the probabilities);
+:func:`~mmvisattn.ops.performer.performer_attention` approximates softmax
+attention with random features and has no softmax at all.
+"""
 from typing import Optional
 
 import torch
@@ -27,8 +45,12 @@ def window_attention(q: torch.Tensor,
     Returns:
         (B, num_windows, heads, N, head_dim).
 
-    Uses ``F.scaled_dot_product_attention``, which fuses softmax(QK^T+B)V and
-    never keeps the (N, N) logits for backward on fused backends.
+    Ends in :func:`attend`: ``F.scaled_dot_product_attention`` (which fuses
+    softmax(QK^T+B)V and never keeps the (N, N) logits for backward on fused
+    backends) when neither bias nor mask needs a gradient, e.g. at inference;
+    a learned bias that needs one (training with a relative position table)
+    takes :func:`attend`'s spelled-out path, which keeps the logits.
+    ``use_content=False`` is spelled out here (softmax of bias + mask).
     """
     B, nW, heads, N, d = q.shape
     if mask is not None and (mask.dim() != 3 or mask.shape[0] != nW
@@ -142,7 +164,9 @@ def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
            attn_mask: Optional[torch.Tensor] = None, dropout_p: float = 0.,
            scale: Optional[float] = None) -> torch.Tensor:
     """``scaled_dot_product_attention``, spelled out when the mask needs a
-    gradient. Every attention kernel of :mod:`mmvisattn.ops` ends here."""
+    gradient. The kernels listed in this module's docstring end here; the
+    others (naive sliding window, re-weighted and position-only attention,
+    Performer) compute their own weights."""
     if attn_mask is not None and attn_mask.requires_grad:
         # A learned bias needs its gradient, which the fused CPU kernels do
         # not give; spelled out, this skips the math fallback's all-masked

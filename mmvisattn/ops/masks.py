@@ -5,8 +5,10 @@ import torch
 from .cache import shape_cache
 from .symbolic import is_concrete, size_tensor
 
-# Additive mask value: exp(-100) is 0 in fp32 and the value stays finite in
-# fp16/bf16, so a masked softmax never produces inf - inf = NaN under AMP.
+# Additive mask value: it multiplies a masked key's softmax weight by
+# exp(-100) = 3.8e-44 (a denormal in fp32, not exactly 0; 0 in fp16/bf16),
+# and stays finite in fp16/bf16, so a masked softmax never produces
+# inf - inf = NaN under AMP.
 MASK_VALUE = -100.0
 
 

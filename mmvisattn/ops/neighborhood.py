@@ -1,6 +1,27 @@
 """Neighbourhood primitives: each query attends its own ``kernel_size``
 squared neighbourhood (offsets ``k - kernel_size // 2`` for ``k`` in
-``0..kernel_size-1`` on each axis), as in NATTEN's ``na2d``.
+``0..kernel_size-1`` on each axis).
+
+Where this differs from NATTEN's ``na2d``: at the image border. NATTEN
+shifts a border query's window inward, so that every query attends exactly
+``kernel_size**2`` keys (its window starts at
+``clamp(i - kernel_size // 2, 0, L - kernel_size)`` on each axis, which
+needs every axis at least ``kernel_size`` long). Here the window stays
+centred on its query and the keys beyond the image are masked
+(:data:`~mmvisattn.ops.masks.MASK_VALUE`, -inf in the re-weighted kernel:
+they get no weight), so a query within ``kernel_size // 2`` of a border
+attends fewer keys: a corner query ``ceil(kernel_size / 2)**2`` (16 of 49
+at 7), a query on an edge ``ceil(kernel_size / 2) * kernel_size``; maps
+smaller than the kernel work.
+Away from the border (``kernel_size // 2`` or more from every edge) both
+are the same neighbourhood. This holds for every kernel built from these
+(sliding window, naive and blocked; RSWAtt's reconstructed and re-weighted
+windows); checkpoints were trained with it, so it stays.
+``tests/test_ops.py::test_neighbourhood_border_is_masked_not_shifted_as_in_natten``
+compares both on a small map against NATTEN's window written out in torch
+(NATTEN itself is not needed). Even kernel sizes take one more key before
+the query than after it (offsets ``-(k // 2) .. k - 1 - k // 2``); they
+were not compared with NATTEN's even-kernel placement.
 
 Every neighbourhood kernel (:mod:`~mmvisattn.ops.sliding`,
 :mod:`~mmvisattn.ops.reconstructed`) is built from these, on tensors laid
@@ -231,9 +252,11 @@ def tiled_neighborhood_attention(
             query inside its own neighbourhood (MASK_VALUE or -inf
             elsewhere) and may add a bias or a learned log-membership (whose
             gradient then flows).
-        tiles_per_chunk: tiles per fused attention call (masks and logits of
-            one chunk stay in cache); all tiles in one call while a graph
-            is recorded.
+        tiles_per_chunk: tiles per :func:`~mmvisattn.ops.attention.attend`
+            call (masks and logits of one chunk stay in cache; all tiles in
+            one call while a graph is recorded); ``attend`` runs the fused
+            SDPA unless the mask needs a gradient (a learned bias or
+            log-membership in training), then spells it out.
         use_content: False drops the q.k term (softmax of the mask alone).
 
     Returns (B, heads, H, W, d).

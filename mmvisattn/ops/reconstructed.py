@@ -13,7 +13,9 @@ its window with the soft, differentiable membership
 ``log m``. Extents ``(M//2, M-1-M//2, M//2, M-1-M//2)`` with ``t -> 0`` give
 exactly sliding-window attention of size M; smaller extents shrink the
 window smoothly, so the extents get gradients. Keys outside the M x M
-neighbourhood are never attended. The work runs in halo tiles like the
+neighbourhood are never attended, nor keys beyond the image: at the border
+the neighbourhood is cut, not shifted inward as NATTEN's
+(:mod:`mmvisattn.ops.neighborhood`). The work runs in halo tiles like the
 blocked sliding-window kernel: memory and time are linear in the number of
 pixels, and no (N, N) tensor is ever formed.
 """
@@ -135,11 +137,11 @@ def reweighted_window_attention(q: torch.Tensor,
                                              torch.Tensor]] = None,
                                 bias: Optional[torch.Tensor] = None
                                 ) -> torch.Tensor:
-    """The RSWAtt paper's own module (``reconstruct='mlp'``): cosine
-    attention with a learned temperature over each query's M x M
-    neighbourhood, whose weights ``A`` are then reconstructed by a function
-    over the M*M window positions, ``R = A + reweight(A)`` (an MLP in the
-    layer), and ``out = R V``.
+    """The RSWAtt paper's own module (the layer's ``MLPReweighting``
+    reconstruction): cosine attention with a learned temperature over each
+    query's M x M neighbourhood, whose weights ``A`` are then reconstructed
+    by a function over the M*M window positions, ``R = A + reweight(A)`` (an
+    MLP in the layer), and ``out = R V``.
 
     Args:
         q, k, v: (B, heads, H, W, d).

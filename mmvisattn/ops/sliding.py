@@ -7,6 +7,11 @@ neighbourhood offsets ``k - M // 2`` for ``k`` in ``0..M-1`` on each axis;
 keys outside the image are masked; the relative position bias of a pair is
 read from the same ((2M-1)^2, heads) table, by the same query - key offset,
 as window attention uses.
+
+At the image border the window stays centred and is cut by the image (a
+corner query attends ceil(M/2)^2 keys); NATTEN instead shifts it inward to
+keep M*M keys. Only queries within M // 2 of a border differ
+(:mod:`mmvisattn.ops.neighborhood` says how).
 """
 from typing import Optional
 
@@ -84,10 +89,13 @@ def sliding_window_attention_blocked(q: torch.Tensor,
     """Same result as :func:`sliding_window_attention_naive`, in halo tiles.
 
     Keys and values are gathered once per tile halo, (1 + (M-1)/tile)^2 times
-    the map instead of M*M times, and each tile runs one fused
-    ``scaled_dot_product_attention`` with a mask that keeps every query to its
-    own neighbourhood (plus the relative bias). Tiles are processed in chunks
-    so masks and logits stay in cache.
+    the map instead of M*M times, and each chunk of ``tiles_per_chunk`` tiles
+    runs one :func:`~mmvisattn.ops.attention.attend` with a mask that keeps
+    every query to its own neighbourhood (plus the relative bias): the fused
+    ``scaled_dot_product_attention`` when the bias needs no gradient,
+    spelled out when it does (training a bias table). Chunks keep masks and
+    logits in cache. ``use_content=False`` is ``softmax(mask) v``, spelled
+    out.
     """
     B, heads, H, W, d = q.shape
     M = window_size

@@ -417,10 +417,13 @@ def memory_probe(which, kind, shape, arch, device):
 # window sizes, attn_cfg): ours, and the source's forms
 RSWATT_MEMORY_VARIANTS = {
     'rswatt': ((5, 9), None),
-    'rswatt-fixed': ((5, 9), dict(adaptive=False)),
-    'rswatt-concat-4-8-16': ((4, 8, 16), dict(fusion='concat')),
-    'rswatt-offsets': ((5, 9), dict(predictor='offsets')),
-    'rswatt-enhanced-anchors': ((5, 9), dict(predictor='enhanced_anchors')),
+    'rswatt-fixed': ((5, 9), dict(window_predictor=None)),
+    'rswatt-concat-4-8-16': ((4, 8, 16),
+                             dict(fusion=dict(type='ConcatFusion'))),
+    'rswatt-offsets': ((5, 9),
+                       dict(window_predictor=dict(type='OffsetExtents'))),
+    'rswatt-enhanced-anchors': ((5, 9), dict(
+        window_predictor=dict(type='EnhancedAnchorExtents'))),
 }
 
 

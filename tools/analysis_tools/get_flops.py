@@ -18,18 +18,19 @@ these models are identical either way); segmentors H 4H for a config with
 H x H crops (Table 3: 512 2048, and 640 2560 for the 640x640 models);
 classifiers the test pipeline's crop (224, or 384 for the 384px configs).
 
-Detectors and segmentors are counted as the paper's figures were, with
-mmdet 2.x / mmseg 0.x's get_flops: the ``forward_dummy`` of those versions
-(two-stage: RPN head, box heads on 1000 random proposals, mask heads on 100
-of them; Sparse R-CNN: its learned proposals through every stage;
-segmentors: no auxiliary head), counted by mmcv 1.x's module hooks (convs,
-linears, norms, ReLUs, pools; GELU, softmax, RoIAlign, interpolation and
-the heads' bmm are free) plus the backbone's attention matmuls (QK^T and
-AV on the padded window grid) and deformable convs counted as plain convs
-of their kernel (RepPoints v2): ``--convention paper``, the default, within
-0.7% of every Table 2 entry. ``mmcv1`` leaves out the attention matmuls;
-``fvcore`` jit-traces the same forward and counts every matmul (slower).
-Parameters are the trainable ones, as mmcv counts them. See
+Detectors and segmentors are counted as the paper's figures were, with mmdet
+2.x / mmseg 0.x's get_flops: the ``forward_dummy`` of those versions
+(two-stage: RPN head, box heads on 1000 random proposals, mask heads on 100 of
+them; Sparse R-CNN: its learned proposals through every stage; segmentors: no
+auxiliary head), counted by mmcv 1.x's module hooks (convs, linears, norms,
+ReLUs, pools; GELU, softmax, RoIAlign, interpolation and the heads' bmm are
+free) plus the backbone's attention matmuls (QK^T and AV on the padded window
+grid; also those of every RSWAtt attention outside the backbone: RSWAttNeck,
+the RSWAtt decode heads) and deformable convs counted as plain convs of their
+kernel (RepPoints v2): ``--convention paper``, the default, within 0.7% of
+every Table 2 entry. ``mmcv1`` leaves out the attention matmuls; ``fvcore``
+jit-traces the same forward and counts every matmul (slower). Parameters are
+the trainable ones, as mmcv counts them. See
 ``mmvisattn/analysis/complexity.py``.
 """
 import argparse
@@ -304,7 +305,8 @@ def parse_args(argv=None):
     parser.add_argument('--convention', choices=CONVENTIONS,
                         default='paper',
                         help='paper (default): mmcv 1.x module hooks plus '
-                        'the backbone\'s attention matmuls, which '
+                        'the backbone\'s attention matmuls (and every '
+                        'RSWAtt attention\'s), which '
                         'reproduces Table 2; mmcv1: module hooks only; '
                         'fvcore: jit trace, every matmul (slow)')
     parser.add_argument('--breakdown', type=int, nargs='?', const=1,

@@ -8,12 +8,13 @@ tools/test.py and print mIoU mean and spread per variant:
     python tools/analysis_tools/rswatt_ablation.py --seeds 0 1 2 \\
         --work-dir work_dirs/rswatt_ablation
 
-Variants (the RSWAtt layer's switches; everything else the demo config's):
-  fixed      one scale, largest window 9, ``adaptive=False`` (plain
+Variants (the RSWAtt layer's parts; everything else the demo config's):
+  fixed      one scale, largest window 9, ``window_predictor=None`` (plain
              sliding-window attention: the baseline)
   adaptive   one scale, largest window 9, predicted windows
   ms-gate    scales 5 and 9, predicted windows, per-pixel gate (default)
   ms-concat  scales 5 and 9, predicted windows, the source's fusion
+             (``ConcatFusion``)
   swin       Swin window attention (shifted 9x9 windows) in the same
              'nano' skeleton (64 channels, depths 2/2/2/2)
 
@@ -35,10 +36,11 @@ REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 BASE = osp.join(REPO, 'configs', 'demo', 'upernet_rswatt-n_shapes-ade.py')
 NANO = dict(embed_dims=64, depths=(2, 2, 2, 2), num_heads=(2, 4, 8, 16))
 VARIANTS = {
-    'fixed': dict(window_sizes=(9, ), attn_cfg=dict(adaptive=False)),
+    'fixed': dict(window_sizes=(9, ), attn_cfg=dict(window_predictor=None)),
     'adaptive': dict(window_sizes=(9, )),
     'ms-gate': dict(window_sizes=(5, 9)),
-    'ms-concat': dict(window_sizes=(5, 9), attn_cfg=dict(fusion='concat')),
+    'ms-concat': dict(window_sizes=(5, 9),
+                      attn_cfg=dict(fusion=dict(type='ConcatFusion'))),
     'swin': dict(_delete_=True, type='mmvisattn.SwinTransformer', arch=NANO,
                  window_size=9, drop_path_rate=0.1,
                  out_indices=(0, 1, 2, 3)),

@@ -8,11 +8,11 @@ and printed statistics.
 
 ``init`` is the config's model freshly initialised (``init_weights``).
 Each image is resized to ``--size`` on its short side, normalised with the
-config's data preprocessor and run through the backbone (and, for models
-that have them, plug-ins and decode heads: every
-``ReconstructedWindowAttention`` with soft windows reports). The plot shows,
-per largest window M, the predicted window width (left + right + 1) and
-height (top + bottom + 1) as fractions of M.
+config's data preprocessor and run through the backbone (and, for models that
+have them, plug-ins and decode heads: every ``ReconstructedWindowAttention``
+with a window predictor reports the ``extents`` of its output). The plot shows,
+per largest window M, the predicted window width (left + right + 1) and height
+(top + bottom + 1) as fractions of M.
 
 With ``--annotations DIR`` (label maps named as the images, 0 = background,
 as the shapes ADE set's), it also asks whether the windows follow content:
@@ -109,19 +109,20 @@ def object_sizes(label: np.ndarray) -> np.ndarray:
 
 
 def collect_extents(model, images, mean, std, size, annotations=None):
-    """{M: (n, 4) extents in pixels} over every soft RSWAtt layer; with
-    ``annotations`` also {M: (n, ) object size} (the square root of the
-    object's area in the layer's pixels, 0 on background)."""
+    """{M: (n, 4) extents in pixels} over every RSWAtt layer with a window
+    predictor; with ``annotations`` also {M: (n, ) object size} (the square
+    root of the object's area in the layer's pixels, 0 on background)."""
     layers = [m for m in model.modules()
               if isinstance(m, ReconstructedWindowAttention)
-              and m.reconstruct == 'soft']
+              and m.window_pred is not None]
     if not layers:
-        raise ValueError('the model has no RSWAtt layer with soft windows')
+        raise ValueError('the model has no RSWAtt layer with a window '
+                         'predictor')
     found, objects = {}, {}
     current = {}
 
     def record(module, args, output):
-        extents = module.last_extents  # (B, h, w, scales, 4)
+        extents = output.extents  # (B, h, w, scales, 4)
         h, w = extents.shape[1:3]
         if 'sizes' in current:
             area = mmcv.imresize(current['sizes'], (w, h),
@@ -135,8 +136,6 @@ def collect_extents(model, images, mean, std, size, annotations=None):
                 objects.setdefault(m, []).append(size)
 
     handles = [layer.register_forward_hook(record) for layer in layers]
-    for layer in layers:
-        layer.record_extents = True
     try:
         with torch.no_grad():
             for path in images:
@@ -161,8 +160,7 @@ def collect_extents(model, images, mean, std, size, annotations=None):
                 if hasattr(model, 'decode_head'):
                     model.decode_head(feats)
     finally:
-        for layer, handle in zip(layers, handles):
-            layer.record_extents = False
+        for handle in handles:
             handle.remove()
     extents = {m: torch.cat(v).numpy() for m, v in found.items()}
     if annotations is None:

@@ -161,14 +161,14 @@ class _Captured(Exception):
     forward is not needed."""
 
 
-def capture_inputs(model: torch.nn.Module, img: torch.Tensor,
-                   modules: Sequence[torch.nn.Module]) -> list:
-    """Positional inputs of each of ``modules`` (first call) in
+def capture_calls(model: torch.nn.Module, img: torch.Tensor,
+                  modules: Sequence[torch.nn.Module]) -> list:
+    """(positional inputs, output) of each of ``modules`` (first call) in
     ``model(img)``; forward hooks, so each module has run when it is read."""
     found = {}
 
     def hook(module, args, output):
-        found.setdefault(id(module), args)
+        found.setdefault(id(module), (args, output))
         if len(found) == len(modules):
             raise _Captured
 
@@ -184,6 +184,13 @@ def capture_inputs(model: torch.nn.Module, img: torch.Tensor,
     if len(found) != len(modules):
         raise RuntimeError('an attention module did not run in the forward')
     return [found[id(m)] for m in modules]
+
+
+def capture_inputs(model: torch.nn.Module, img: torch.Tensor,
+                   modules: Sequence[torch.nn.Module]) -> list:
+    """Positional inputs of each of ``modules`` (first call) in
+    ``model(img)``."""
+    return [args for args, _ in capture_calls(model, img, modules)]
 
 
 # ----------------------------------------------------------------- Swin
@@ -475,22 +482,17 @@ class RSWAttExtents(NamedTuple):
 @torch.no_grad()
 def rswatt_extents(model: RSWAttTransformer, img: torch.Tensor, stage: int,
                    block: int) -> RSWAttExtents:
-    """The window extents ``block`` of ``stage`` predicts for ``img``
-    (recorded by the layer itself: ``record_extents`` / ``last_extents``)."""
+    """The window extents ``block`` of ``stage`` predicts for ``img`` (the
+    ``extents`` of the layer's :class:`RSWAttOutput`)."""
     check_index(stage, len(model.layers), '--stage')
     check_index(block, len(model.layers[stage].blocks), '--block')
     attn = model.layers[stage].blocks[block].attn
-    if attn.reconstruct != 'soft':
-        raise ValueError(f"--config: reconstruct={attn.reconstruct!r} "
-                         "predicts no windows; only 'soft' RSWAtt does")
-    attn.record_extents = True
-    try:
-        capture_inputs(model, img, [attn])
-        extents = attn.last_extents[0].numpy()
-    finally:
-        attn.record_extents = False
-        attn.last_extents = None
-    return RSWAttExtents(extents, attn.extent_limits.numpy(),
+    if attn.window_pred is None:
+        raise ValueError('--config: the layer predicts no windows '
+                         '(window_predictor=None)')
+    (_, output), = capture_calls(model, img, [attn])
+    return RSWAttExtents(output.extents[0].numpy(),
+                         attn.window_pred.extent_limits.numpy(),
                          attn.window_sizes,
                          model.patch_embed.patch_size * 2**stage)
 

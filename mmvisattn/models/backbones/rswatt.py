@@ -29,9 +29,10 @@ class RSWAttTransformer(HierarchicalBackbone):
             or a dict with ``embed_dims, depths, num_heads``.
         window_sizes (sequence): the largest window of each scale (the
             multi-scale fusion runs all of them in every block).
-        attn_cfg (dict): more :class:`ReconstructedWindowAttention` options
-            (``temperature``, ``predictor``, ``init_extent``, ``adaptive``,
-            ``fusion``...).
+        attn_cfg (dict): the attention of every block: its ``type`` (any
+            registered RSWAtt attention, :class:`ReconstructedWindowAttention`
+            by default) and options (``window_predictor``,
+            ``reconstruction``, ``fusion``...).
         pixel_pos_embed (bool): add the learnable pixel-level position
             encoding (:class:`PixelPositionEncoding`, sinusoid-initialised
             for ``pretrain_img_size / patch_size`` and resized for other
@@ -162,8 +163,9 @@ class RSWAttViT(BackboneBase):
                  patch_size: int = 16,
                  in_channels: int = 3,
                  window_sizes: Sequence[int] = (4, 8, 16),
-                 attn_cfg: Optional[dict] = dict(fusion='concat',
-                                                 predictor='offsets'),
+                 attn_cfg: Optional[dict] = dict(
+                     fusion=dict(type='ConcatFusion'),
+                     window_predictor=dict(type='OffsetExtents')),
                  pixel_pos_embed: bool = True,
                  mlp_ratio: float = 4.,
                  drop_rate: float = 0.,

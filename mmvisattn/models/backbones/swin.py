@@ -181,9 +181,9 @@ class SwinTransformer(HierarchicalBackbone):
                  **removed):
         # the older API's keys get an error that says what to write now
         refuse_removed('SwinTransformer', removed)
-        if removed:
-            raise TypeError(f'SwinTransformer got unexpected options '
-                            f'{sorted(removed)}')
+        if removed:  # Python's own wording, for every other unknown key
+            raise TypeError(f'SwinTransformer.__init__() got an unexpected '
+                            f'keyword argument {sorted(removed)[0]!r}')
         if pretrained is not None:  # mmdet/mmseg's deprecated spelling
             if not isinstance(pretrained, str):
                 raise TypeError(f'SwinTransformer: pretrained must be a path '

@@ -12,19 +12,34 @@ from mmvisattn.registry import MODELS
 @MODELS.register_module()
 class RSWAttUPerHead(UPerHead):
     """:class:`mmseg.models.decode_heads.UPerHead` (same arguments) plus
-    ``num_rswatt_blocks`` RSWAtt residual blocks on the fused features;
-    ``rswatt_cfg`` goes to :class:`RSWAttResidual` (``window_sizes``,
-    ``num_heads``, ``attn_cfg``)."""
+    ``num_rswatt_blocks`` RSWAtt residual blocks (:class:`RSWAttResidual`)
+    on the fused features.
+
+    Args (beyond UPerHead's):
+        num_rswatt_blocks (int): the residual blocks.
+        num_heads, window_sizes, attn_cfg: the blocks' attention
+            (``attn_cfg``: its ``type``, any registered RSWAtt attention,
+            and its options); ``num_heads`` None: channels // 32.
+        init_scale (float): the blocks' starting ``gamma``: 1, a new head
+            has no pretrained path to keep.
+    """
 
     def __init__(self,
                  num_rswatt_blocks: int = 1,
-                 rswatt_cfg: Optional[dict] = None,
+                 num_heads: Optional[int] = None,
+                 window_sizes: Sequence[int] = (5, 9),
+                 attn_cfg: Optional[dict] = None,
+                 init_scale: float = 1.0,
                  **kwargs):
+        if 'rswatt_cfg' in kwargs:
+            raise ValueError(
+                f'RSWAttUPerHead: rswatt_cfg={kwargs["rswatt_cfg"]!r} is now '
+                'flat: num_heads=..., window_sizes=..., attn_cfg=..., '
+                'init_scale=... on the head itself')
         super().__init__(**kwargs)
-        cfg = dict(init_scale=1.0)  # a new head: no pretrained path to keep
-        cfg.update(rswatt_cfg or {})
         self.rswatt_blocks = nn.Sequential(
-            *[RSWAttResidual(self.channels, **cfg)
+            *[RSWAttResidual(self.channels, num_heads, window_sizes,
+                             attn_cfg, init_scale)
               for _ in range(num_rswatt_blocks)])
 
     def init_weights(self):

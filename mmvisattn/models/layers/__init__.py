@@ -1,7 +1,12 @@
 from .corner_pool import CornerPoolBlock
 from .patch import PatchEmbed, PatchMerging
 from .position import PixelPositionEncoding
-from .rswatt import ReconstructedWindowAttention, RSWAttBlock
+from .rswatt import (ReconstructedWindowAttention, RSWAttBlock, RSWAttOutput,
+                     build_rswatt_attention)
+from .rswatt_parts import (AnchorExtents, ConcatFusion, DirectExtents,
+                           EnhancedAnchorExtents, GateFusion, MLPReweighting,
+                           OffsetExtents, ScaleFusion, SoftWindows,
+                           WindowPredictor, WindowReconstruction)
 from .transformer import MultiheadSelfAttention, TransformerLayer
 from .window_msa import (GlobalAttention, HaloSlidingWindowAttention,
                          PerformerAttention, SlidingWindowAttention,
@@ -14,5 +19,9 @@ __all__ = [
     'HaloSlidingWindowAttention', 'PerformerAttention', 'GlobalAttention',
     'build_swin_attention', 'SwinBlock', 'MultiheadSelfAttention',
     'TransformerLayer', 'ReconstructedWindowAttention', 'RSWAttBlock',
+    'RSWAttOutput', 'build_rswatt_attention', 'WindowPredictor',
+    'DirectExtents', 'OffsetExtents', 'AnchorExtents',
+    'EnhancedAnchorExtents', 'WindowReconstruction', 'SoftWindows',
+    'MLPReweighting', 'ScaleFusion', 'GateFusion', 'ConcatFusion',
     'PixelPositionEncoding'
 ]

@@ -60,7 +60,8 @@ from mmcv.cnn.bricks.drop import build_dropout
 from mmengine.model import BaseModule
 from mmengine.model.weight_init import trunc_normal_
 
-from mmvisattn.ops import (SHIFT_MODES, fast_linear, fast_path_allowed,
+from mmvisattn.ops import (SHIFT_MODES, attend, fast_linear,
+                           fast_path_allowed,
                            orthogonal_random_features, packed_weights_scope,
                            padding_key_mask, performer_attention,
                            relative_position_index, shifted_window_mask,
@@ -482,9 +483,8 @@ class GlobalAttention(SwinAttention):
     has_windows = False
 
     def global_attention(self, q, k, v):
-        return F.scaled_dot_product_attention(
-            q, k, v, scale=self.scale,
-            dropout_p=self.attn_drop_rate if self.training else 0.)
+        return attend(q, k, v, scale=self.scale,
+                      dropout_p=self.attn_drop_rate if self.training else 0.)
 
     def attend(self, x: torch.Tensor, shift_size: int) -> torch.Tensor:
         B, H, W, C = x.shape

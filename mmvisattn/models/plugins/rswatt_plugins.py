@@ -3,19 +3,32 @@ bottlenecks (``plugins=``) and as a neck that enhances every FPN level
 before the dense / RoI heads. Both add ``gamma * RSWAtt(LN(x))`` to their
 input with ``gamma`` starting at zero, so a pretrained network starts
 exactly as it was and learns how much pixel-level attention to use."""
+import contextlib
 from typing import Optional, Sequence, Tuple
 
 import torch
 import torch.nn as nn
 from mmengine.model import BaseModule, ModuleList
 
-from mmvisattn.models.layers import ReconstructedWindowAttention
+from mmvisattn.models.layers import build_rswatt_attention
+from mmvisattn.ops import fast_path_allowed, packed_weights_scope
 from mmvisattn.registry import MODELS
 
 
 class RSWAttResidual(BaseModule):
     """``x + gamma * RSWAtt(LN(x))`` on (B, C, H, W) maps; ``gamma`` is a
-    per-channel scale initialised to ``init_scale`` (0)."""
+    per-channel scale initialised to ``init_scale`` (0).
+
+    Args:
+        channels (int): C.
+        num_heads (int, optional): the attention's heads; None: C // 32.
+        window_sizes (sequence): the largest window of each scale.
+        attn_cfg (dict, optional): the attention's ``type`` (any registered
+            RSWAtt attention, :class:`ReconstructedWindowAttention` by
+            default) and its options (``window_predictor``,
+            ``reconstruction``, ``fusion``...).
+        init_scale (float): ``gamma``'s starting value.
+    """
 
     def __init__(self,
                  channels: int,
@@ -27,16 +40,20 @@ class RSWAttResidual(BaseModule):
         super().__init__(init_cfg=init_cfg)
         num_heads = num_heads or max(1, channels // 32)
         self.norm = nn.LayerNorm(channels)
-        self.attn = ReconstructedWindowAttention(channels, num_heads,
-                                                 window_sizes,
-                                                 **(attn_cfg or {}))
+        self.attn = build_rswatt_attention(type(self).__name__, attn_cfg,
+                                           channels, num_heads, window_sizes)
         self.gamma = nn.Parameter(torch.full((channels, ), init_scale))
 
     def init_weights(self):
         self.attn.init_weights()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = self.attn(self.norm(x.permute(0, 2, 3, 1)))
+        # CPU inference: the attention's linears packed for this call only
+        # (ops.backend decides, as for every block)
+        scope = packed_weights_scope() if fast_path_allowed(self, x) \
+            else contextlib.nullcontext()
+        with scope:
+            y = self.attn(self.norm(x.permute(0, 2, 3, 1))).out
         return x + (y * self.gamma).permute(0, 3, 1, 2)
 
 
@@ -56,19 +73,31 @@ class RSWAttPlugin(RSWAttResidual):
 class RSWAttNeck(BaseModule):
     """A neck after the FPN: every level through its own (or one shared)
     :class:`RSWAttResidual`. In a config: ``neck=[dict(type='FPN', ...),
-    dict(type='mmvisattn.RSWAttNeck', in_channels=256, num_levels=5)]``."""
+    dict(type='mmvisattn.RSWAttNeck', in_channels=256, num_levels=5)]``.
+
+    Args:
+        in_channels (int): the levels' channels.
+        num_levels (int): how many levels it receives.
+        num_heads, window_sizes, attn_cfg, init_scale: each
+            :class:`RSWAttResidual`'s.
+        share_weights (bool): one block for every level.
+    """
 
     def __init__(self,
                  in_channels: int,
                  num_levels: int,
+                 num_heads: Optional[int] = None,
+                 window_sizes: Sequence[int] = (5, 9),
+                 attn_cfg: Optional[dict] = None,
+                 init_scale: float = 0.,
                  share_weights: bool = False,
-                 init_cfg: Optional[dict] = None,
-                 **kwargs):
+                 init_cfg: Optional[dict] = None):
         super().__init__(init_cfg=init_cfg)
         self.num_levels = num_levels
         count = 1 if share_weights else num_levels
         self.blocks = ModuleList(
-            RSWAttResidual(in_channels, **kwargs) for _ in range(count))
+            RSWAttResidual(in_channels, num_heads, window_sizes, attn_cfg,
+                           init_scale) for _ in range(count))
 
     def forward(self, feats: Tuple[torch.Tensor, ...]
                 ) -> Tuple[torch.Tensor, ...]:
