@@ -74,14 +74,18 @@ CONFIGS = {
     'tnt-pyramid': dict(TNT, out_type='pyramid'),
     'tnt-pyramid-legacy': dict(TNT, out_type='pyramid', legacy=True),
     'rswatt-direct-gate': RSWATT,
-    'rswatt-offsets': dict(RSWATT, attn_cfg=dict(predictor='offsets')),
-    'rswatt-anchors': dict(RSWATT, attn_cfg=dict(predictor='anchors')),
+    'rswatt-offsets': dict(RSWATT, attn_cfg=dict(
+        window_predictor=dict(type='OffsetExtents'))),
+    'rswatt-anchors': dict(RSWATT, attn_cfg=dict(
+        window_predictor=dict(type='AnchorExtents'))),
     'rswatt-enhanced_anchors': dict(RSWATT, attn_cfg=dict(
-        predictor='enhanced_anchors')),
-    'rswatt-concat': dict(RSWATT, attn_cfg=dict(fusion='concat')),
-    'rswatt-adaptive=False': dict(RSWATT, attn_cfg=dict(adaptive=False)),
-    'rswatt-reconstruct=mlp': dict(RSWATT, attn_cfg=dict(
-        reconstruct='mlp')),
+        window_predictor=dict(type='EnhancedAnchorExtents'))),
+    'rswatt-concat': dict(RSWATT, attn_cfg=dict(
+        fusion=dict(type='ConcatFusion'))),
+    'rswatt-fixed-windows': dict(RSWATT, attn_cfg=dict(
+        window_predictor=None)),
+    'rswatt-mlp-reweighting': dict(RSWATT, attn_cfg=dict(
+        window_predictor=None, reconstruction=dict(type='MLPReweighting'))),
     'rswatt-pixel_pos_embed': dict(RSWATT, pixel_pos_embed=True,
                                    pretrain_img_size=64),
     'rswattvit-cls_token': RSWATT_VIT,
