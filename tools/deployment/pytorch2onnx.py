@@ -317,17 +317,20 @@ def export(module, args, path, exporter, opset, names):
                                   do_constant_folding=True)
         else:
             try:
-                program = torch.onnx.export(module, args, dynamo=True,
-                                            opset_version=max(opset, 18),
-                                            input_names=names,
-                                            verbose=False)
+                with eager_box_decoding():
+                    program = torch.onnx.export(module, args, dynamo=True,
+                                                opset_version=max(opset, 18),
+                                                input_names=names,
+                                                verbose=False)
             except Exception as e:  # the exporter's own report is long
+                text = str(e)
+                summary = text.split('## Exception summary')[-1].strip() \
+                    if '## Exception summary' in text else \
+                    text.splitlines()[0]
                 raise SystemExit(
-                    f'the dynamo exporter failed on {type(module).__name__}: '
-                    f'{type(e).__name__}: {str(e).splitlines()[0]}\n'
-                    '(mmcv\'s compiled ops, RoIAlign for one, have no '
-                    'FakeTensor kernel for torch.export; use --exporter '
-                    'torchscript)') from None
+                    f'the dynamo exporter failed on {type(module).__name__}:'
+                    f' {summary.splitlines()[0]}\n'
+                    'use --exporter torchscript (the default)') from None
             program.save(path)
 
 
