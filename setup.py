@@ -47,7 +47,8 @@ setup(
     include_package_data=True,
     python_requires='>=3.8',
     install_requires=parse_requirements('runtime.txt'),
-    extras_require={'tests': parse_requirements('tests.txt')},
+    extras_require={'tests': parse_requirements('tests.txt'),
+                    'deploy': parse_requirements('deploy.txt')},
     license='Apache License 2.0',
     zip_safe=False,
 )

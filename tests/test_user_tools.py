@@ -318,3 +318,86 @@ def test_image_demo_errors(shapes, tmp_path):
     with pytest.raises(SystemExit, match=re.escape(missing_ckpt)):
         demo.main([img, SEG_CONFIG, missing_ckpt, '--out-file', out])
     assert not osp.exists(out)
+
+
+def _onnx_difference(output):
+    """The tool's last line: 'max |onnxruntime - PyTorch|: 1.2e-06 (...)'."""
+    found = re.findall(r'max \|onnxruntime - PyTorch\|: ([\d.e+-]+)', output)
+    assert found, output[-2000:]
+    return float(found[-1])
+
+
+@pytest.mark.slow
+def test_pytorch2onnx_exports_the_demo_segmentor(seg_run, shapes, tmp_path,
+                                                 capsys):
+    """tools/deployment/pytorch2onnx.py on the trained demo UperNet (its
+    pyramid pooling exported at the fixed size), compared with PyTorch on a
+    shapes image under onnxruntime."""
+    pytest.importorskip('onnxruntime', reason='requirements/deploy.txt')
+    tool = load_tool('tools/deployment/pytorch2onnx.py')
+    img = osp.join(shapes, 'ade', 'images', 'validation', 'val_00000.png')
+    out = str(tmp_path / 'upernet.onnx')
+    status = tool.main([SEG_CONFIG, osp.join(seg_run, 'iter_2.pth'),
+                        '--shape', str(SIZE), str(SIZE), '--image', img,
+                        '--out', out, '--atol', '1e-4'])
+    printed = capsys.readouterr().out
+    assert status == 0, printed
+    assert 'output  0 (1, 3, 16, 16)' in printed  # logits at 1/4 of 64 px
+    assert _onnx_difference(printed) <= 1e-4
+    assert osp.getsize(out) > 1e6
+
+
+@pytest.mark.slow
+def test_pytorch2onnx_exports_the_demo_detector(det_checkpoint, shapes,
+                                                tmp_path, capsys):
+    """The demo Cascade Mask R-CNN Swin-T in two graphs (features + RPN,
+    RoI heads for the RPN's proposals), each compared with PyTorch on a
+    shapes image; mmcv's RoIAlign and mmdet's box decoding exported through
+    the tool's replacements (tests/test_deployment.py)."""
+    pytest.importorskip('onnxruntime', reason='requirements/deploy.txt')
+    tool = load_tool('tools/deployment/pytorch2onnx.py')
+    img = osp.join(shapes, 'images', 'val', 'val_00001.png')
+    out = str(tmp_path / 'cascade.onnx')
+    status = tool.main([DET_CONFIG, det_checkpoint, '--shape', str(SIZE),
+                        str(SIZE), '--image', img, '--out', out,
+                        '--atol', '1e-4'])
+    printed = capsys.readouterr().out
+    assert status == 0, printed
+    assert 'features and RPN: max' in printed and 'RoI heads: max' in printed
+    # 3 classes: 4 box deltas per class from the last stage, the merged
+    # masks of the 100 padded proposals
+    assert '(100, 12)' in printed and '(100, 3, 28, 28)' in printed
+    assert _onnx_difference(printed) <= 1e-4
+    assert osp.isfile(tmp_path / 'cascade_roi.onnx')
+
+
+def test_mmdet_inferencer_runs_our_config(det_checkpoint, shapes):
+    """mmdet's own DetInferencer builds the demo config (our backbone,
+    registered under mmvisattn) from its path and predicts."""
+    from mmdet.apis import DetInferencer
+    img = osp.join(shapes, 'images', 'val', 'val_00001.png')
+    with default_scope_guard():
+        inferencer = DetInferencer(model=DET_CONFIG, weights=det_checkpoint,
+                                   device='cpu', show_progress=False)
+        result = inferencer(img, pred_score_thr=0., return_vis=False,
+                            no_save_pred=True)
+    prediction = result['predictions'][0]
+    assert type(inferencer.model.backbone).__module__.startswith('mmvisattn')
+    assert len(prediction['bboxes']) == len(prediction['scores']) > 0
+    assert len(prediction['masks']) == len(prediction['bboxes'])
+
+
+@pytest.mark.slow
+def test_mmseg_inferencer_runs_our_config(seg_run, shapes):
+    """mmseg's MMSegInferencer on the demo UperNet config and its trained
+    checkpoint: a label map of the image's size."""
+    from mmseg.apis import MMSegInferencer
+    img = osp.join(shapes, 'ade', 'images', 'validation', 'val_00000.png')
+    with default_scope_guard():
+        inferencer = MMSegInferencer(
+            model=SEG_CONFIG, weights=osp.join(seg_run, 'iter_2.pth'),
+            device='cpu')
+        result = inferencer(img, return_datasamples=False, show=False)
+    assert type(inferencer.model.backbone).__module__.startswith('mmvisattn')
+    assert result['predictions'].shape == (SIZE, SIZE)
+    assert set(np.unique(result['predictions'])) <= {0, 1, 2}

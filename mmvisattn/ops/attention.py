@@ -69,16 +69,59 @@ def window_attention(q: torch.Tensor,
                       v.reshape(B * nW, heads, N, d), attn_mask, dropout_p,
                       scale)
         return out.view(B, nW, heads, N, d)
-    # Masks differ per window position: fold windows into the head axis so
-    # one (1, nW*heads, N, N) mask broadcasts over the batch.
     attn_mask = mask.unsqueeze(1)
     if bias is not None:
         attn_mask = attn_mask + bias.unsqueeze(0)
+    # Masks differ per window position: fold windows into the head axis so
+    # one (1, nW*heads, N, N) mask broadcasts over the batch.
     attn_mask = attn_mask.to(q.dtype).expand(nW, heads, N, N).reshape(
         1, nW * heads, N, N)
     q, k, v = (t.reshape(B, nW * heads, N, d) for t in (q, k, v))
     return attend(q, k, v, attn_mask, dropout_p, scale).view(
         B, nW, heads, N, d)
+
+
+def window_attention_recorded(q: torch.Tensor,
+                              k: torch.Tensor,
+                              v: torch.Tensor,
+                              bias: Optional[torch.Tensor] = None,
+                              mask: Optional[torch.Tensor] = None,
+                              scale: Optional[float] = None,
+                              dropout_p: float = 0.,
+                              use_content: bool = True) -> torch.Tensor:
+    """:func:`window_attention` for recorded graphs (exporters, tracers,
+    compilers), whose window count may be a traced value; q, k, v and the
+    result are laid out heads first, (B, heads, num_windows, N, head_dim).
+
+    The attention runs as one 4-D call with images x heads as its batch and
+    the windows in the heads' place (the ONNX attention op takes 4-D
+    tensors). The eager layout, windows folded into the batch or into the
+    heads, does not survive ``torch.export`` with dynamic sizes: the fused
+    kernel's checks and a reshape of the window count next to the heads
+    are specialised to the count seen when it is 1 (a map of one window),
+    and the exported graph then fails at any other size. Without content
+    the queries are zeros: softmax(bias + mask) v exactly, in the same one
+    call.
+    """
+    B, heads, nW, N, d = q.shape
+    if not use_content:
+        q = torch.zeros_like(q)
+    attn_mask = None
+    if mask is not None:  # (nW, N or 1, N) -> (1, nW, N or 1, N)
+        attn_mask = mask.to(q.dtype).unsqueeze(0)
+    if bias is not None:  # (heads, N, N) -> (heads, 1, N, N)
+        per_head = bias.to(q.dtype).unsqueeze(1)
+        # spelled out to every window: broadcasting a mask of size 1 against
+        # the traced window count is another check specialised to it
+        attn_mask = per_head.expand(-1, nW, -1, -1) if attn_mask is None \
+            else attn_mask + per_head
+        # one mask per image and head, as the batch of the call
+        attn_mask = attn_mask.unsqueeze(0).expand(B, -1, -1, -1, -1).reshape(
+            B * heads, nW, N, N)
+    out = attend(q.reshape(B * heads, nW, N, d),
+                 k.reshape(B * heads, nW, N, d),
+                 v.reshape(B * heads, nW, N, d), attn_mask, dropout_p, scale)
+    return out.view(B, heads, nW, N, d)
 
 
 def window_attention_weights(q: torch.Tensor,

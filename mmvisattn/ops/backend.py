@@ -23,6 +23,8 @@ import contextvars
 import torch
 import torch.nn as nn
 
+from .symbolic import recording
+
 BACKENDS = ('auto', 'plain')
 _BACKEND = contextvars.ContextVar('mmvisattn_backend', default='auto')
 
@@ -46,8 +48,7 @@ def current_backend() -> str:
 def _exporting() -> bool:
     # torch.compile, torch.jit.trace/script and the ONNX exporters record
     # ops: they get the plain graph
-    return (torch.compiler.is_compiling() or torch.jit.is_tracing()
-            or torch.jit.is_scripting() or torch.onnx.is_in_onnx_export())
+    return recording()
 
 
 def fast_path_allowed(module: nn.Module, x: torch.Tensor) -> bool:

@@ -4,6 +4,8 @@ import functools
 
 import torch
 
+from .symbolic import is_concrete, recording
+
 
 def shape_cache(maxsize: int):
     """``functools.lru_cache(maxsize)`` whose values are never inference
@@ -11,21 +13,38 @@ def shape_cache(maxsize: int):
     under ``torch.inference_mode()`` could never be saved for backward
     afterwards ("Inference tensors cannot be saved for backward"). The
     arguments must say everything the tensors depend on (sizes, device,
-    dtype); the cache is bounded by ``maxsize``."""
+    dtype); the cache is bounded by ``maxsize``.
+
+    While a graph is recorded (:func:`.symbolic.recording`: torch.compile,
+    torch.export and the dynamo ONNX exporter, torch.jit.trace, the
+    TorchScript ONNX exporter), or when a size is not a plain int (a traced
+    tensor or a ``SymInt``), the function is called uncached: the recorder
+    must see the ops that build the tensors, and what it builds (a
+    FakeTensor under torch.export, a traced value under torch.jit.trace)
+    must never be handed to a later eager call. (Before this rule, one
+    dynamo export of a model at a size it had not run at left FakeTensor
+    layouts in the cache, and eager forwards at that size after it were
+    silently wrong.)"""
 
     def decorate(build):
 
         @functools.lru_cache(maxsize=maxsize)
-        @functools.wraps(build)
         def cached(*args, **kwargs):
-            # (torch.compile cannot trace the inference-mode query; it never
-            # runs in inference mode anyway)
-            if (not torch.compiler.is_compiling()
-                    and torch.is_inference_mode_enabled()):
+            if torch.is_inference_mode_enabled():
                 with torch.inference_mode(False):
                     return build(*args, **kwargs)
             return build(*args, **kwargs)
 
-        return cached
+        @functools.wraps(build)
+        def call(*args, **kwargs):
+            sizes = [a for a in (*args, *kwargs.values())
+                     if not isinstance(a, (str, torch.device, torch.dtype))]
+            if recording() or not is_concrete(*sizes):
+                return build(*args, **kwargs)
+            return cached(*args, **kwargs)
+
+        call.cache_info = cached.cache_info
+        call.cache_clear = cached.cache_clear
+        return call
 
     return decorate

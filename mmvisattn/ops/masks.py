@@ -3,7 +3,7 @@
 import torch
 
 from .cache import shape_cache
-from .windows import window_partition
+from .symbolic import is_concrete, size_tensor
 
 # Additive mask value: it multiplies a masked key's softmax weight by
 # exp(-100) = 3.8e-44 (a denormal in fp32, not exactly 0; 0 in fp16/bf16),
@@ -27,23 +27,41 @@ def shifted_window_mask(height: int, width: int, window_size: int,
     for allowed pairs and :data:`MASK_VALUE` for blocked ones. Cached per
     feature size and device: every block of a stage reuses one tensor.
     """
-    if height % window_size or width % window_size:
+    if is_concrete(height, width) and (height % window_size
+                                       or width % window_size):
         raise ValueError(f'shifted_window_mask: {height}x{width} is not a '
                          f'multiple of window_size={window_size}')
-    if not 0 < shift_size < window_size:
+    dynamic_shift = isinstance(shift_size, torch.Tensor)
+    if not dynamic_shift and not 0 < shift_size < window_size:
         raise ValueError(f'shift_size must be in (0, {window_size}), '
                          f'got {shift_size}')
-    region = torch.zeros(1, height, width, 1, device=device)
-    bounds = (slice(0, -window_size), slice(-window_size, -shift_size),
-              slice(-shift_size, None))
-    label = 0
-    for h in bounds:
-        for w in bounds:
-            region[:, h, w, :] = label
-            label += 1
-    region_windows = window_partition(region, window_size)[0, ..., 0]
-    diff = region_windows.unsqueeze(1) - region_windows.unsqueeze(2)
-    return torch.zeros_like(diff).masked_fill_(diff != 0, MASK_VALUE)
+    # Strip of each row (column): 0 above height - window_size, 1 up to
+    # height - shift_size, 2 below; by comparisons on arange, so the mask
+    # holds at every size when the sizes are traced (no slice writes). A
+    # shift of 0 (a tensor shift may be 0) leaves every window inside one
+    # strip: no pair is blocked.
+    concrete = is_concrete(height, width)
+    ws = window_size
+
+    def strips(n):  # (n,): the strip of each row (column)
+        i = torch.arange(n, device=device)
+        if not concrete:  # a traced size as a tensor operand
+            n = size_tensor(n, device)
+        return ((i >= n - ws).long() + (i >= n - shift_size).long())
+
+    # windows along each axis, as the window layout counts them (the same
+    # expressions, so torch.export sees the same window count in the mask
+    # as in the windows it is added to)
+    rows, cols = height // ws, width // ws
+
+    # region of every window slot (window row, window col, token row,
+    # token col) by broadcasting, not by permuting a map and reshaping it:
+    # with symbolic sizes, torch.export specialises such a reshape to the
+    # window count it saw (a map of one window stays one window)
+    region = (strips(height).view(rows, 1, ws, 1) * 3 +
+              strips(width).view(1, cols, 1, ws)).view(rows * cols, ws * ws)
+    diff = region.unsqueeze(1) - region.unsqueeze(2)
+    return torch.where(diff != 0, MASK_VALUE, 0.).float()
 
 
 def padding_key_mask(frame_valid: torch.Tensor) -> torch.Tensor:
@@ -52,6 +70,4 @@ def padding_key_mask(frame_valid: torch.Tensor) -> torch.Tensor:
     For the "padding" shift baseline: windows cut at the map border are
     filled up with zeros that no query may attend to.
     """
-    mask = torch.zeros(frame_valid.shape, dtype=torch.float32,
-                       device=frame_valid.device)
-    return mask.masked_fill_(~frame_valid, MASK_VALUE).unsqueeze(1)
+    return torch.where(frame_valid, 0., MASK_VALUE).float().unsqueeze(1)

@@ -25,7 +25,9 @@ import torch
 import torch.nn.functional as F
 
 from .neighborhood import (halo, halo_tiles, inside_image,
-                           tiled_neighborhood_attention, unfold_neighborhood)
+                           tiled_neighborhood_attention, tile_index,
+                           unfold_neighborhood)
+from .symbolic import is_concrete, recording
 
 
 def window_log_membership(offsets: torch.Tensor, near: torch.Tensor,
@@ -91,10 +93,16 @@ def reconstructed_window_attention(q: torch.Tensor,
 
     # per query extents, in tiles: (B, tiles, T, T, 4)
     ext = F.pad(extents.to(q.dtype), (0, 0, 0, tw * T - W, 0, th * T - H))
-    ext = ext.view(B, th, T, tw, T, 4).permute(0, 1, 3, 2, 4, 5).reshape(
-        B, num_tiles, T, T, 4)
+    if is_concrete(H, W):
+        ext = ext.view(B, th, T, tw, T, 4).permute(0, 1, 3, 2, 4, 5).reshape(
+            B, num_tiles, T, T, 4)
+    else:  # traced sizes: a gather (see neighborhood.tile_index)
+        query_index, _ = tile_index(H, W, T, q.device)
+        ext = ext.reshape(B, -1, 4).index_select(1, query_index).view(
+            B, num_tiles, T, T, 4)
 
-    def tile_mask(start, end, key_border):  # (B, tiles, heads, T*T, K)
+    def tile_mask(start, end, key_border, heads_first=False):
+        # (B, tiles, heads, T*T, K), or (B, heads, tiles, T*T, K)
         left, right, top, bottom = ext[:, start:end].unbind(-1)
         # x part: (B, c, Ty, Tx, span_x) over the key column; y part over
         # the key row; their sum over (span_y, span_x) is log m per pair
@@ -106,10 +114,15 @@ def reconstructed_window_attention(q: torch.Tensor,
                                       temperature)
         log_m = (log_y[..., :, None] + log_x[..., None, :]).reshape(
             B, end - start, T * T, K)
+        if heads_first:
+            return (key_border[None, None] + pair[None, :, None] +
+                    log_m[:, None])
         return (key_border[None, :, None] + pair[None, None] +
                 log_m[:, :, None])
 
-    chunk = max(1, max_chunk_elements // max(1, B * heads * T * T * K))
+    # (while a graph is recorded, every tile runs in one call)
+    chunk = 1 if recording() else max(
+        1, max_chunk_elements // max(1, B * heads * T * T * K))
     return tiled_neighborhood_attention(q, k, v, M, T, tile_mask, chunk,
                                         scale)
 

@@ -110,7 +110,10 @@ def sliding_window_attention_blocked(q: torch.Tensor,
     table = torch.cat([table, table.new_full((heads, 1), MASK_VALUE)], 1)
     pair_bias = table[:, neighbour]
 
-    def tile_mask(start, end, key_border):  # (1, tiles, heads, T*T, K)
+    def tile_mask(start, end, key_border, heads_first=False):
+        # (1, tiles, heads, T*T, K), or (1, heads, tiles, T*T, K)
+        if heads_first:
+            return (key_border[None] + pair_bias[:, None])[None]
         return (key_border[:, None] + pair_bias[None])[None]
 
     return tiled_neighborhood_attention(q, k, v, M, T, tile_mask,

@@ -5,6 +5,7 @@ import torch
 import torch.nn.functional as F
 
 from .cache import shape_cache
+from .symbolic import ceil_div, is_concrete, size_tensor
 
 
 def pad_to_multiple(x: torch.Tensor, multiple: int) -> torch.Tensor:
@@ -12,7 +13,8 @@ def pad_to_multiple(x: torch.Tensor, multiple: int) -> torch.Tensor:
     H, W = x.shape[1:3]
     pad_b = (multiple - H % multiple) % multiple
     pad_r = (multiple - W % multiple) % multiple
-    if pad_b or pad_r:
+    # traced sizes: always pad (by 0 where nothing is missing)
+    if not is_concrete(pad_b, pad_r) or pad_b or pad_r:
         x = F.pad(x, (0, 0, 0, pad_r, 0, pad_b))
     return x
 
@@ -24,7 +26,7 @@ def window_partition(x: torch.Tensor, window_size: int) -> torch.Tensor:
     Windows are ordered row-major over the map, tokens row-major inside a window.
     """
     B, H, W, C = x.shape
-    if H % window_size or W % window_size:
+    if is_concrete(H, W) and (H % window_size or W % window_size):
         raise ValueError(f'window_partition: feature map {H}x{W} is not a '
                          f'multiple of window_size={window_size}; pad it first')
     x = x.view(B, H // window_size, window_size, W // window_size, window_size,
@@ -82,39 +84,76 @@ def window_layout(height: int,
             (the "padding" baseline of Table 5: more windows, padded tokens
             to be masked).
         ``'none'``: ``shift_size`` must be 0.
+
+    Sizes may be traced values (:mod:`.symbolic`): every index is computed
+    by arithmetic on ``arange`` (no in-place writes, no size decisions),
+    so a recorded graph holds the same layout at every map size. With
+    ``shift_mode='cyclic'`` the shift may be a 0-dim tensor too (Swin's
+    classifier semantics decide it from the map size, branch-free, when
+    recorded).
     """
     if shift_mode not in SHIFT_MODES:
         raise ValueError(f'shift_mode={shift_mode!r}; choose from '
                          f'{SHIFT_MODES}')
-    if not 0 <= shift_size < window_size:
+    dynamic_shift = isinstance(shift_size, torch.Tensor)
+    if dynamic_shift and shift_mode != 'cyclic':
+        raise ValueError('window_layout: a tensor shift_size is supported '
+                         "with shift_mode='cyclic' only")
+    if not dynamic_shift and not 0 <= shift_size < window_size:
         raise ValueError(f'shift_size={shift_size} must be in '
                          f'[0, window_size={window_size})')
     ws = window_size
     # A cyclic shift by -s puts window borders at s + k*ws; the padded
     # partition must cut at the same places, so it pads ws - s in front.
     top = left = (ws - shift_size) % ws if shift_mode == 'padding' else 0
-    frame_h = -(-(height + top) // ws) * ws
-    frame_w = -(-(width + left) // ws) * ws
+    frame_h = ceil_div(height + top, ws) * ws
+    frame_w = ceil_div(width + left, ws) * ws
     pad = (top, frame_h - height - top, left, frame_w - width - left)
-    rows, cols = torch.arange(frame_h), torch.arange(frame_w)
-    if shift_mode == 'cyclic' and shift_size:
+    num_windows = (frame_h // ws) * (frame_w // ws)
+    concrete = is_concrete(height, width) and not dynamic_shift
+    # sizes as tensors for the elementwise arithmetic (the ONNX exporters
+    # take a traced size as a tensor operand, not as a scalar)
+    if concrete:
+        fh, fw, h, w = frame_h, frame_w, height, width
+    else:
+        fh, fw, h, w = (size_tensor(v, device)
+                        for v in (frame_h, frame_w, height, width))
+
+    def arange(n):
+        return torch.arange(n, device=device)
+
+    # frame row/column read by each slot row/column: slot rows run window
+    # after window, so slot row r is frame row r (+ s, cyclically)
+    rows, cols = arange(frame_h), arange(frame_w)
+    if shift_mode == 'cyclic' and (dynamic_shift or shift_size):
         # torch.roll(x, -s)[i] == x[(i + s) % n]
-        rows, cols = (rows + shift_size) % frame_h, (cols + shift_size) % frame_w
-    frame_pos = (rows[:, None] * frame_w + cols[None, :]).view(
-        1, frame_h, frame_w, 1)
-    gather_index = window_partition(frame_pos, ws).reshape(-1)
-    slot_of_frame_pos = torch.empty_like(gather_index)
-    slot_of_frame_pos[gather_index] = torch.arange(gather_index.numel())
-    image_pos = ((torch.arange(height)[:, None] + top) * frame_w
-                 + torch.arange(width)[None, :] + left).reshape(-1)
-    frame_valid = torch.zeros(frame_h * frame_w, dtype=torch.bool)
-    frame_valid[image_pos] = True
-    image_of_frame_pos = torch.full_like(gather_index, height * width)
-    image_of_frame_pos[image_pos] = torch.arange(height * width)
+        rows = torch.remainder(rows + shift_size, fh)
+        cols = torch.remainder(cols + shift_size, fw)
+    # slot (window row, window col, token row, token col), row-major
+    gather_index = (rows.view(-1, 1, ws, 1) * fw +
+                    cols.view(1, -1, 1, ws)).reshape(-1)
+    # image token (i, j) sits at frame (i + top, j + left), which slot row
+    # (i + top - s) mod frame_h reads (cyclic), or slot row i + top
+    img_rows, img_cols = arange(height) + top, arange(width) + left
+    if shift_mode == 'cyclic' and (dynamic_shift or shift_size):
+        # (+ frame size: non-negative operands; inductor's value ranges
+        # cannot take a remainder of a possibly negative index)
+        img_rows = torch.remainder(img_rows + (fh - shift_size), fh)
+        img_cols = torch.remainder(img_cols + (fw - shift_size), fw)
+    win_cols = fw // ws
+    N = ws * ws
+    row_part = (img_rows // ws) * (win_cols * N) + (img_rows % ws) * ws
+    col_part = (img_cols // ws) * N + img_cols % ws
+    scatter_index = (row_part[:, None] + col_part[None, :]).reshape(-1)
+    # the image token each slot holds (h * w for padding)
+    frame_rows, frame_cols = gather_index // fw, gather_index % fw
+    img_r, img_c = frame_rows - top, frame_cols - left
+    valid = (img_r >= 0) & (img_r < h) & (img_c >= 0) & (img_c < w)
+    slot_to_image = torch.where(valid, img_r * w + img_c, h * w)
     return WindowLayout(
         pad=pad,
-        num_windows=(frame_h // ws) * (frame_w // ws),
-        gather_index=gather_index.to(device),
-        scatter_index=slot_of_frame_pos[image_pos].to(device),
-        slot_to_image=image_of_frame_pos[gather_index].to(device),
-        frame_valid=frame_valid[gather_index].view(-1, ws * ws).to(device))
+        num_windows=num_windows,
+        gather_index=gather_index,
+        scatter_index=scatter_index,
+        slot_to_image=slot_to_image,
+        frame_valid=valid.view(-1, N))

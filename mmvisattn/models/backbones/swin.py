@@ -8,6 +8,7 @@ import torch.nn.functional as F
 from mmengine.model.weight_init import trunc_normal_
 
 from mmvisattn.ops import resize_relative_position_table
+from mmvisattn.ops.symbolic import is_concrete
 from mmvisattn.registry import MODELS
 from ..layers import PatchEmbed, PatchMerging, SwinBlock
 from ..layers.window_msa import (CHUNK_TOKENS, DEFAULT_ATTENTION,
@@ -365,7 +366,9 @@ class SwinTransformer(HierarchicalBackbone):
     # --------------------------------------------------------------- forward
     def _abs_pos_embed(self, hw_shape) -> torch.Tensor:
         pos = self.absolute_pos_embed
-        if self.pretrain_grid == tuple(hw_shape):
+        # traced sizes (mmvisattn.ops.symbolic): always resize (bicubic to
+        # the same grid is the identity), never decide in Python
+        if is_concrete(*hw_shape) and self.pretrain_grid == tuple(hw_shape):
             return pos
         pos = pos.transpose(1, 2).reshape(1, -1, *self.pretrain_grid)
         pos = F.interpolate(pos, size=hw_shape, mode=self.interpolate_mode,

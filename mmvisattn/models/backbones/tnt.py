@@ -34,6 +34,7 @@ from mmengine.model.weight_init import trunc_normal_
 from mmvisattn.models.layers.patch import check_images
 from mmvisattn.models.layers.transformer import TransformerLayer
 from mmvisattn.models.utils.tnt_convert import tnt_any_to_mmvisattn
+from mmvisattn.ops.symbolic import ceil_div, is_concrete
 from mmvisattn.registry import MODELS
 from .base import BackboneBase, resolve_arch
 
@@ -360,7 +361,9 @@ class TNT(BackboneBase):
 
     def _sentence_pos(self, grid: Tuple[int, int]) -> torch.Tensor:
         pos = self.sentence_pos
-        if grid == self.pretrain_grid:
+        # traced sizes (mmvisattn.ops.symbolic): always resize (bicubic to
+        # the same grid is the identity), never decide in Python
+        if is_concrete(*grid) and grid == self.pretrain_grid:
             return pos
         return torch.cat([
             pos[:, :self.num_prefix],
@@ -399,8 +402,9 @@ class TNT(BackboneBase):
             fmap = self.pyramid_convs[level](fmap)
             stride = 4 * 2**level
             # the padded border beyond ceil(H / stride) is not image
-            outs.append(fmap[..., :math.ceil(size[0] / stride),
-                             :math.ceil(size[1] / stride)])
+            # (ceil_div: math.ceil of a traced size would bake it in)
+            outs.append(fmap[..., :ceil_div(size[0], stride),
+                             :ceil_div(size[1], stride)])
         return tuple(outs)
 
     # ----------------------------------------------------------- training

@@ -14,6 +14,7 @@ from mmcv.cnn import build_norm_layer
 from mmengine.model import BaseModule
 
 from mmvisattn.ops import fast_linear, run_packed
+from mmvisattn.ops.symbolic import is_concrete
 
 
 def check_images(x: torch.Tensor, in_channels: int, owner: str) -> None:
@@ -65,7 +66,8 @@ class PatchEmbed(BaseModule):
         check_images(x, self.in_channels, self.__class__.__name__)
         H, W = x.shape[2:]
         p = self.patch_size
-        if H % p or W % p:
+        # traced sizes (mmvisattn.ops.symbolic): always pad, maybe by 0
+        if not is_concrete(H, W) or H % p or W % p:
             x = F.pad(x, (0, (p - W % p) % p, 0, (p - H % p) % p))
         x = self.proj(x)
         hw_shape = (x.shape[2], x.shape[3])
@@ -98,11 +100,11 @@ class PatchMerging(BaseModule):
                 ) -> Tuple[torch.Tensor, Tuple[int, int]]:
         B, L, C = x.shape
         H, W = hw_shape
-        if L != H * W:
+        if is_concrete(L, H, W) and L != H * W:
             raise ValueError(f'PatchMerging: {L} tokens do not form a '
                              f'{H}x{W} map')
         x = x.view(B, H, W, C)
-        if H % 2 or W % 2:
+        if not is_concrete(H, W) or H % 2 or W % 2:
             x = F.pad(x, (0, 0, 0, W % 2, 0, H % 2))
         # Official order: (even row, even col), (odd, even), (even, odd), (odd, odd).
         x = torch.cat([x[:, 0::2, 0::2], x[:, 1::2, 0::2],

@@ -13,6 +13,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 from mmengine.model import BaseModule
 
+from mmvisattn.ops.symbolic import is_concrete
+
 
 def sincos_2d_table(size: Sequence[int], embed_dims: int,
                     temperature: float = 10000.) -> torch.Tensor:
@@ -40,7 +42,10 @@ def resize_table(table: torch.Tensor, src_shape: Sequence[int],
     """(1, H0*W0, C) -> (1, H*W, C), bicubic in fp32 and back to the
     table's dtype, as mmpretrain's ``resize_pos_embed(...,
     num_extra_tokens=0)``; the table itself when the shapes agree."""
-    if src_shape[0] == dst_shape[0] and src_shape[1] == dst_shape[1]:
+    # traced sizes (mmvisattn.ops.symbolic): always resize (bicubic to the
+    # same grid is the identity), never decide in Python
+    if is_concrete(*dst_shape) and src_shape[0] == dst_shape[0] and \
+            src_shape[1] == dst_shape[1]:
         return table
     _, length, channels = table.shape
     if length != src_shape[0] * src_shape[1]:

@@ -68,7 +68,9 @@ from mmvisattn.ops import (SHIFT_MODES, attend, fast_linear,
                            sliding_relative_index,
                            sliding_window_attention_blocked,
                            sliding_window_attention_naive, window_attention,
+                           window_attention_recorded,
                            window_attention_weights, window_layout)
+from mmvisattn.ops.symbolic import is_concrete, recording, size_tensor
 from mmvisattn.registry import MODELS
 from .mlp import Mlp
 
@@ -92,10 +94,6 @@ REMOVED_OPTIONS = {
     'shift_mode': "attn_cfg=dict(type='WindowAttention', shift_mode=...) "
                   '(an option of window attention)',
 }
-
-
-def _compiling() -> bool:
-    return torch.compiler.is_compiling()
 
 
 def refuse_removed(owner: str, options: dict,
@@ -302,25 +300,51 @@ class WindowAttention(SwinAttention):
     def _window_setup(self, x: torch.Tensor, shift_size: int):
         """Window slots and additive mask of one call on ``x`` (B, H, W, C):
         ``(layout, mask or None, tokens)``, tokens (B, frame pixels, C) of
-        the zero-padded frame that ``layout.gather_index`` reads."""
+        the zero-padded frame that ``layout.gather_index`` reads.
+
+        With traced sizes (an exporter or tracer records the graph, see
+        :mod:`mmvisattn.ops.symbolic`) nothing here decides on the size in
+        Python: the frame is always padded (by 0 where nothing is missing),
+        and ``pad_small_map=False``'s "no shift when a side is one window"
+        is a 0-dim tensor shift computed in the graph."""
         B, H, W, C = x.shape
         ws = self.window_size
-        if not self.pad_small_map and min(H, W) <= ws:
+        concrete = is_concrete(H, W)
+        if not self.pad_small_map and concrete:
             if min(H, W) < ws:
                 raise ValueError(
                     f'a {H}x{W} map is smaller than the {ws}x{ws} window '
                     'and pad_small_map=False (classifier semantics); use a '
                     'larger input, a smaller window_size or '
                     'pad_small_map=True')
-            shift_size = 0  # one window across: the release does not shift
-        mode = self.shift_mode if shift_size else 'none'
+            if min(H, W) == ws:
+                shift_size = 0  # one window across: not shifted
+        elif not self.pad_small_map and shift_size:
+            if self.shift_mode == 'cyclic':
+                # the same rule in the graph: shift only where both
+                # sides exceed one window (a map smaller than the window,
+                # which eager refuses, is padded and left unshifted)
+                small = torch.minimum(size_tensor(H, x.device),
+                                      size_tensor(W, x.device)) <= ws
+                shift_size = shift_size * (~small).long()
+            else:
+                raise NotImplementedError(
+                    "WindowAttention(shift_mode='padding', "
+                    'pad_small_map=False) cannot be recorded with traced '
+                    'map sizes (torch.jit.trace, torch.onnx.export with '
+                    'dynamo=False, or dynamic shapes): whether a map is '
+                    'shifted, and so how much it is padded, depends on its '
+                    "size; export it with pad_small_map=True, shift_mode="
+                    "'cyclic', or static shapes under dynamo=True")
+        mode = self.shift_mode if (isinstance(shift_size, torch.Tensor)
+                                   or shift_size) else 'none'
         if mode == 'none':
             shift_size = 0
         layout = window_layout(H, W, ws, shift_size,
                                'cyclic' if mode == 'none' else mode,
                                x.device)
         top, bottom, left, right = layout.pad
-        if any(layout.pad):
+        if not is_concrete(*layout.pad) or any(layout.pad):
             x = F.pad(x, (0, 0, left, right, top, bottom))
         if mode == 'cyclic':
             Hf, Wf = H + top + bottom, W + left + right
@@ -352,7 +376,26 @@ class WindowAttention(SwinAttention):
         layout, mask, tokens = self._window_setup(x, shift_size)
         nW = layout.num_windows
         bias = self.window_bias()
-        per_chunk = nW if _compiling() else max(1, self.chunk_tokens // N)
+        if recording():
+            # one batched call: no Python loop over the batch or the
+            # windows, whose counts may be traced values (a loop over them
+            # would be baked into the graph)
+            windows = tokens.index_select(1, layout.gather_index).view(
+                B, nW, N, C)
+            # (3, B, heads, windows, N, d): heads first, see
+            # window_attention_recorded
+            q, k, v = self.qkv(windows).view(
+                B, nW, N, 3, self.num_heads, -1).permute(
+                    3, 0, 4, 1, 2, 5).contiguous().unbind(0)
+            out = window_attention_recorded(
+                q, k, v, bias=bias, mask=mask, scale=self.scale,
+                dropout_p=self.attn_drop_rate if self.training else 0.,
+                use_content=self.use_content)
+            out = self.proj(out.permute(0, 2, 3, 1, 4).reshape(B, -1, C))
+            out = self.proj_drop(
+                out.index_select(1, layout.scatter_index).view(B, H, W, C))
+            return out if residual is None else residual + out
+        per_chunk = max(1, self.chunk_tokens // N)
         # (image, first window, end window): chunks never straddle images,
         # so a chunk's mask rows are mask[s:e]
         chunks = [(b, s, min(nW, s + per_chunk)) for b in range(B)
@@ -553,7 +596,8 @@ class SwinBlock(BaseModule):
         """
         B, L, C = x.shape
         rows = max(1, self.chunk_tokens // B)
-        if _compiling() or L <= rows:
+        # (recorded graphs: one call; the token count may be traced)
+        if recording() or L <= rows:
             return x + self.drop_path(self._mlp_hidden(x))
         if fast:
             out = torch.empty_like(x)
