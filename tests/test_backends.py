@@ -128,9 +128,9 @@ def test_ema_swap_through_data(model):
 
 
 def test_bf16_autocast(model):
-    """Under bf16 autocast the packed linears step aside (fp32 only); the
-    rest of the fast path runs and stays within bf16's rounding of the
-    plain path."""
+    """Under bf16 autocast the fast path packs its linears as bf16 (where
+    oneDNN has native bf16) and stays within bf16's rounding of the plain
+    path, whose linears autocast casts per call."""
     model.eval()
     x = torch.randn(SHAPE)
     with torch.no_grad(), torch.autocast('cpu', dtype=torch.bfloat16):

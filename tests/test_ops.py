@@ -165,3 +165,33 @@ def test_neighbourhood_border_is_masked_not_shifted_as_in_natten(K):
     border[half:H - half, half:W - half] = False
     gap = (ours - natten).abs().amax((0, 1, 4))  # (H, W)
     assert bool((gap[border] > 1e-3).all()), gap
+
+
+@pytest.mark.parametrize('learned_bias', [False, True])
+def test_bf16_attention_on_cpu_is_spelled_out_and_matches_fp32(learned_bias):
+    """attend() in bf16 on the CPU with window-sized rows takes the
+    spelled-out path (faster there than the fused kernel) and stays in
+    bf16; outputs and gradients (q, k, v and a learned bias) equal fp32
+    SDPA within bf16's rounding; under autocast too."""
+    import mmvisattn.ops.attention as attention
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(6, 3, 49, 32, requires_grad=True)
+               for _ in range(3))
+    bias = (0.02 * torch.randn(3, 49, 49)).requires_grad_(learned_bias)
+    mask = bias + torch.where(torch.rand(6, 1, 49, 49) < 0.2, MASK_VALUE, 0.)
+    assert attention._low_precision_on_cpu(q.bfloat16(), k.bfloat16())
+    ref = torch.nn.functional.scaled_dot_product_attention(
+        q, k, v, attn_mask=mask)
+    ref_grads = torch.autograd.grad(ref.square().sum(), [q, k, v] +
+                                    ([bias] if learned_bias else []))
+    for autocast in (False, True):
+        with torch.autocast('cpu', dtype=torch.bfloat16, enabled=autocast):
+            out = attention.attend(q.bfloat16(), k.bfloat16(), v.bfloat16(),
+                                   attn_mask=mask)
+        assert out.dtype == torch.bfloat16
+        grads = torch.autograd.grad(out.float().square().sum(), [q, k, v] +
+                                    ([bias] if learned_bias else []))
+        rel = ((out.float() - ref).norm() / ref.norm()).item()
+        assert rel < 0.01, rel
+        for g, r in zip(grads, ref_grads):
+            assert ((g - r).norm() / r.norm()).item() < 0.02

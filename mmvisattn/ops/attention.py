@@ -22,6 +22,8 @@ from typing import Optional
 import torch
 import torch.nn.functional as F
 
+from .symbolic import recording
+
 
 def window_attention(q: torch.Tensor,
                      k: torch.Tensor,
@@ -160,13 +162,39 @@ def _window_logits(q, k, bias, mask, scale, use_content):
     return logits
 
 
+# keys per query up to which bf16 CPU attention is spelled out (window and
+# tile attention: 49 to a few hundred keys); longer rows keep SDPA's fused
+# kernel, which never materialises the (queries x keys) weights
+_SPELLED_OUT_MAX_KEYS = 256
+
+
+def _low_precision_on_cpu(q: torch.Tensor, k: torch.Tensor) -> bool:
+    return (q.dtype == torch.bfloat16 and q.device.type == 'cpu'
+            and k.shape[-2] <= _SPELLED_OUT_MAX_KEYS and not recording())
+
+
 def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
            attn_mask: Optional[torch.Tensor] = None, dropout_p: float = 0.,
            scale: Optional[float] = None) -> torch.Tensor:
     """``scaled_dot_product_attention``, spelled out when the mask needs a
-    gradient. The kernels listed in this module's docstring end here; the
-    others (naive sliding window, re-weighted and position-only attention,
-    Performer) compute their own weights."""
+    gradient or when short bf16 rows run on the CPU. The kernels listed in
+    this module's docstring end here; the others (naive sliding window,
+    re-weighted and position-only attention, Performer) compute their own
+    weights."""
+    if _low_precision_on_cpu(q, k):
+        # bf16 on the CPU: torch's fused CPU kernel is barely faster in
+        # bf16 than in fp32 on window-sized rows, while bf16 GEMMs are
+        # ~2.8x (tools/analysis_tools/benchmark_backbone.py, docs/
+        # benchmarks.md); spelled out here, logits, mask and softmax stay
+        # bf16 (the CPU softmax accumulates in fp32), no autocast round
+        # trip through fp32.
+        scale = q.shape[-1]**-0.5 if scale is None else scale
+        logits = (q * scale) @ k.transpose(-2, -1)
+        if attn_mask is not None:
+            logits = logits + attn_mask.to(logits.dtype)
+        with torch.autocast('cpu', enabled=False):
+            attn = logits.softmax(-1)
+        return F.dropout(attn, dropout_p) @ v
     if attn_mask is not None and attn_mask.requires_grad:
         # A learned bias needs its gradient, which the fused CPU kernels do
         # not give; spelled out, this skips the math fallback's all-masked

@@ -64,9 +64,10 @@ def fast_path_allowed(module: nn.Module, x: torch.Tensor) -> bool:
     * no compiler, tracer or exporter is recording the graph.
 
     Autocast and in-place weight swaps need no condition here: packed
-    linears run only in fp32 without autocast (:func:`.linear.fast_linear`
-    checks the tensors it gets), and packed weights live for one block call,
-    so a swap between two calls is always seen.
+    linears run in fp32 without autocast or in bf16 under CPU bf16 autocast
+    (:func:`.linear.fast_linear` checks the tensors it gets), and packed
+    weights live for one block call, so a swap between two calls is always
+    seen.
     """
     if _BACKEND.get() == 'plain' or module.training or _exporting():
         return False

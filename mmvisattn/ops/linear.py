@@ -7,8 +7,11 @@ bias and an exact GELU into the GEMM. Same fp32 arithmetic, ~10-20% faster
 on the Swin shapes. Used only inside :func:`packed_weights_scope`, which a block enters when
 :func:`mmvisattn.ops.backend.fast_path_allowed` says its fast path may run
 (one transformer block's or patch merging's call, whose chunks reuse the
-packed copy), and only on fp32 CPU tensors without autocast; everything
-else takes ``F.linear``.
+packed copy), on CPU tensors of fp32 weights: in fp32 without autocast, and
+in bf16 under CPU bf16 autocast where oneDNN has native bf16 (the weight
+packed as bf16, the input cast to bf16, the output bf16: what autocast's
+``F.linear`` computes, without its per-call weight cast and reorder);
+everything else takes ``F.linear``.
 
 The packed copies live for one scope, never longer: weights can change
 between two forwards in ways no cheap key sees (mmengine's ``EMAHook``
@@ -65,42 +68,59 @@ def _has_onednn() -> bool:
 
 
 _ONEDNN = _has_onednn()
+# oneDNN runs bf16 GEMMs natively (avx512_bf16/AMX); elsewhere it emulates
+# them, and the packed bf16 path would only add a reorder
+_ONEDNN_BF16 = _ONEDNN and bool(
+    getattr(torch.ops.mkldnn, '_is_mkldnn_bf16_supported', lambda: False)())
 
 
 def _reorder(weight: torch.Tensor, rows: int) -> torch.Tensor:
     return torch.ops.mkldnn._reorder_linear_weight(weight, rows)
 
 
-def _use_packed(x: torch.Tensor, linear: nn.Linear) -> bool:
-    # the scope is entered only where the block's fast path is allowed;
-    # what is left to check is what oneDNN's fp32 kernel takes
-    return (_ONEDNN and getattr(_LOCAL, 'packed', None) is not None
+def _packed_dtype(x: torch.Tensor, linear: nn.Linear):
+    """The dtype the packed GEMM runs in, or None (``F.linear``). The scope
+    is entered only where the block's fast path is allowed; what is left to
+    check is what oneDNN's kernels take."""
+    if not (_ONEDNN and getattr(_LOCAL, 'packed', None) is not None
             and x.device.type == 'cpu'
-            and x.dtype == torch.float32
-            and linear.weight.dtype == torch.float32
-            and not torch.is_autocast_enabled('cpu'))
+            and linear.weight.dtype == torch.float32):
+        return None
+    if torch.is_autocast_enabled('cpu'):
+        if (_ONEDNN_BF16
+                and torch.get_autocast_dtype('cpu') == torch.bfloat16
+                and x.dtype in (torch.float32, torch.bfloat16)):
+            return torch.bfloat16
+        return None
+    return torch.float32 if x.dtype == torch.float32 else None
 
 
-def _packed_weight(linear: nn.Linear) -> torch.Tensor:
+def _packed_weight(linear: nn.Linear, dtype: torch.dtype):
+    """(packed weight, bias) in ``dtype``, packed once per scope."""
     weight = linear.weight
     # within one forward too, an in-place update (_version) or a new
     # tensor (data_ptr) repacks
-    key = (weight._version, weight.data_ptr())
+    key = (weight._version, weight.data_ptr(), dtype)
     packed = _LOCAL.packed
     cached = packed.get(id(linear))
     if cached is None or cached[0] != key:
-        cached = (key, _reorder(weight.detach(), _ROWS_HINT))
+        bias = linear.bias
+        if bias is not None:
+            bias = bias.detach().to(dtype)
+        cached = (key, _reorder(weight.detach().to(dtype), _ROWS_HINT), bias)
         packed[id(linear)] = cached
-    return cached[1]
+    return cached[1], cached[2]
 
 
 def fast_linear(x: torch.Tensor, linear: nn.Linear,
                 gelu: bool = False) -> torch.Tensor:
     """``linear(x)``, followed by exact GELU when ``gelu``."""
-    if not _use_packed(x, linear):
+    dtype = _packed_dtype(x, linear)
+    if dtype is None:
         out = linear(x)
         return F.gelu(out) if gelu else out
+    weight, bias = _packed_weight(linear, dtype)
     out = torch.ops.mkldnn._linear_pointwise(
-        x.reshape(-1, x.shape[-1]), _packed_weight(linear), linear.bias,
+        x.reshape(-1, x.shape[-1]).to(dtype), weight, bias,
         'gelu' if gelu else 'none', [], 'none' if gelu else '')
     return out.view(*x.shape[:-1], out.shape[-1])
