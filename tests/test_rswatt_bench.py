@@ -152,8 +152,8 @@ def test_metrics_parsed_from_the_test_logs():
 def test_table_is_made_from_the_json(tmp_path):
     runs = [
         dict(task='det', variant=v, seed=s, iters=300,
-             metrics=dict(bbox_mAP=m, bbox_mAP_s=1., bbox_mAP_m=2.,
-                          bbox_mAP_l=3.))
+             metrics=dict(bbox_mAP=m, bbox_mAP_50=3., bbox_mAP_s=1.,
+                          bbox_mAP_m=2., bbox_mAP_l=-100.))
         for v, s, m in (('fixed', 0, 10.), ('fixed', 1, 12.),
                         ('fixed', 2, 14.), ('ms-gate', 0, 11.))
     ]
@@ -161,9 +161,10 @@ def test_table_is_made_from_the_json(tmp_path):
     ablation.write_json(path, dict(runs=runs, cost=dict(det=dict(fixed=dict(
         params_M=1.5, flops_G=0.25, latency_ms=12.3)))))
     text = ablation.table(path)
-    assert '| 12.00 ± 2.00 | 10.00-14.00 | 0,1,2 | 1.0 / 2.0 / 3.0 | ' \
+    assert '| 12.00 ± 2.00 | 10.00-14.00 | 0,1,2 | 3.0 / 1.0 / 2.0 | ' \
         '1.50M | 0.25G | 12.3 ms |' in text
-    assert '| 11.00 ± nan | 11.00-11.00 | 0 |' in text
+    assert '| 11.00 ± - | 11.00-11.00 | 0 | 3.0 / 1.0 / 2.0 | - | - | - |' \
+        in text
     assert 'segmentation' not in text
 
 

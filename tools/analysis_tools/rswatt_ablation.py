@@ -323,17 +323,18 @@ def table(results: str) -> str:
         what = 'segmentation mIoU (%)' if task == 'seg' else \
             'detection bbox mAP (%)'
         lines += [f'\n**{what}**, {"/".join(map(str, iters))} iterations, '
-                  'mean ± std over seeds (std with n-1), min-max\n',
+                  'mean ± std over the seeds listed (std with n-1; - for '
+                  'one seed), min-max\n',
                   f'| variant | {metric} | min-max | seeds | '
                   + ('per-class IoU mean (bg/square/disc/triangle/ring/bar)'
-                     if task == 'seg' else 'mAP small / medium / large')
+                     if task == 'seg' else 'mean mAP@0.5 / small / medium')
                   + ' | params | FLOPs (128x128) | CPU latency |',
                   '|---|---|---|---|---|---|---|---|']
         for name in VARIANTS:
             if name not in rows:
                 continue
             v = np.array([r['metrics'][metric] for r in rows[name]])
-            std = v.std(ddof=1) if len(v) > 1 else float('nan')
+            std = f'{v.std(ddof=1):.2f}' if len(v) > 1 else '-'
             if task == 'seg':
                 cls = ('background', 'square', 'disc', 'triangle', 'ring',
                        'bar')
@@ -343,12 +344,12 @@ def table(results: str) -> str:
             else:
                 extra = ' / '.join(
                     f'{np.mean([r["metrics"][k] for r in rows[name]]):.1f}'
-                    for k in ('bbox_mAP_s', 'bbox_mAP_m', 'bbox_mAP_l'))
+                    for k in ('bbox_mAP_50', 'bbox_mAP_s', 'bbox_mAP_m'))
             c = cost.get(task, {}).get(name)
             cols = (f'{c["params_M"]:.2f}M | {c["flops_G"]:.2f}G | '
                     f'{c["latency_ms"]:.1f} ms') if c else '- | - | -'
             seeds = ','.join(str(r['seed']) for r in rows[name])
-            lines.append(f'| {LABELS[name]} | {v.mean():.2f} ± {std:.2f} | '
+            lines.append(f'| {LABELS[name]} | {v.mean():.2f} ± {std} | '
                          f'{v.min():.2f}-{v.max():.2f} | {seeds} | {extra} '
                          f'| {cols} |')
     setup = data.get('cost_setup')
