@@ -195,15 +195,16 @@ def test_every_variant_builds_what_it_says(task, tmp_path):
     assert type(attn['swin']).__name__ != type(attn['fixed']).__name__
 
 
-def test_extents_per_stage_table():
+def test_extents_per_layer_table():
     extents = load_tool(osp.join('tools', 'analysis_tools',
                                  'rswatt_extents.py'))
-    assert extents.stage_of('backbone.layers.2.blocks.1.attn') == 'stage 3'
-    assert extents.stage_of('decode_head.layers.0.attn') == 'stage 1'
-    assert extents.stage_of('neck.attn') == 'neck'
+    assert extents.layer_of('backbone.layers.2.blocks.1.attn') == \
+        'stage 3 block 2'
+    assert extents.layer_of('decode_head.layers.0.attn') == 'stage 1'
+    assert extents.layer_of('neck.attn') == 'neck'
     area = np.array([0.2, 0.2, 0.5, 0.6, 0.9])
     obj = np.array([0., 0., 6., 20., 70.])
-    text = extents.per_stage_table({('stage 1', 9): (area, obj)},
+    text = extents.per_layer_table({('stage 1', 9): (area, obj)},
                                    [8, 32, 64])
     assert '| stage 1 | 9 | 0.200 | 0.500 (1) | 0.600 (1) | - | 0.900 (1) |' \
         ' +1.00 |' in text

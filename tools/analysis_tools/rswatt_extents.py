@@ -22,7 +22,7 @@ resized to the layer's map) and the tool prints, per checkpoint and M, the
 mean window area on objects and on background and the Spearman rank
 correlation between window area and object size (the square root of the
 object's area in the layer's pixels), and adds a row of binned plots.
-``--per-stage`` (with ``--annotations``) also prints, per stage and M, a
+``--per-layer`` (with ``--annotations``) also prints, per layer and M, a
 table of the mean window area against the object size in image pixels
 (bins ``--size-bins``).
 """
@@ -60,10 +60,11 @@ def parse_args(argv=None):
     parser.add_argument('--annotations',
                         help='folder of label maps named as the images '
                         '(0 = background): correlate windows with objects')
-    parser.add_argument('--per-stage', action='store_true',
-                        help='with --annotations: also print, per stage '
-                        '(backbone.layers.i, or the module holding the '
-                        'layer) and M, the mean window area against the '
+    parser.add_argument('--per-layer', action='store_true',
+                        help='with --annotations: also print, per layer '
+                        '(stage i block j of a backbone, or the module '
+                        'holding the attention) and M, the mean window '
+                        'area against the '
                         'object size in image pixels (size bins '
                         '--size-bins), for every checkpoint')
     parser.add_argument('--size-bins', type=float, nargs='+',
@@ -78,8 +79,8 @@ def parse_args(argv=None):
     args = parser.parse_args(argv)
     if args.labels and len(args.labels) != len(args.checkpoints):
         parser.error('give one --labels entry per checkpoint')
-    if args.per_stage and not args.annotations:
-        parser.error('--per-stage needs --annotations')
+    if args.per_layer and not args.annotations:
+        parser.error('--per-layer needs --annotations')
     return args
 
 
@@ -183,22 +184,27 @@ def collect_extents(model, images, mean, std, size, annotations=None):
     return extents, {m: torch.cat(v).numpy() for m, v in objects.items()}
 
 
-def stage_of(name: str) -> str:
-    """'backbone.layers.2.blocks.1.attn' -> 'stage 3'; other modules: the
-    name without its last part."""
+def layer_of(name: str) -> str:
+    """'backbone.layers.2.blocks.1.attn' -> 'stage 3 block 2'; other
+    modules: the name without its last part."""
     parts = name.split('.')
     if 'layers' in parts:
         i = parts.index('layers')
         if i + 1 < len(parts) and parts[i + 1].isdigit():
-            return f'stage {int(parts[i + 1]) + 1}'
+            out = f'stage {int(parts[i + 1]) + 1}'
+            if 'blocks' in parts[i:]:
+                j = parts.index('blocks', i)
+                if j + 1 < len(parts) and parts[j + 1].isdigit():
+                    out += f' block {int(parts[j + 1]) + 1}'
+            return out
     return '.'.join(parts[:-1]) or name
 
 
-def collect_per_stage(model, images, mean, std, size, annotations):
-    """{(stage, M): (window area / M^2, object size)} per position of every
+def collect_per_layer(model, images, mean, std, size, annotations):
+    """{(layer, M): (window area / M^2, object size)} per position of every
     layer with a window predictor; object size is sqrt(area) of the
     connected region under the position in the *image's* pixels (0 on
-    background), so that stages of different strides compare."""
+    background), so that layers of different strides compare."""
     names = {m: n for n, m in model.named_modules()}
     found = {}
     current = {}
@@ -212,7 +218,7 @@ def collect_per_stage(model, images, mean, std, size, annotations):
         for s, m in enumerate(module.window_sizes):
             e = extents[..., s, :].reshape(-1, 4).numpy()
             a = (e[:, 0] + e[:, 1] + 1) * (e[:, 2] + e[:, 3] + 1) / m**2
-            key = (stage_of(names[module]), m)
+            key = (layer_of(names[module]), m)
             found.setdefault(key, []).append((a, obj))
 
     layers = [m for m in model.modules()
@@ -245,16 +251,16 @@ def collect_per_stage(model, images, mean, std, size, annotations):
             for k, v in found.items()}
 
 
-def per_stage_table(per_stage, edges) -> str:
-    """Markdown: one row per (stage, M), mean window area / M^2 on
+def per_layer_table(per_layer, edges) -> str:
+    """Markdown: one row per (layer, M), mean window area / M^2 on
     background and per object-size bin, and Spearman rho on objects."""
     bins = list(zip([0.] + list(edges), list(edges) + [float('inf')]))
     heads = [f'{lo:g}-{hi:g} px' if hi != float('inf') else f'>= {lo:g} px'
              for lo, hi in bins]
-    lines = ['| stage | M | background | ' + ' | '.join(heads) +
+    lines = ['| layer | M | background | ' + ' | '.join(heads) +
              ' | rho (area, size) |',
              '|---|---|---|' + '---|' * len(heads) + '---|']
-    for (stage, m), (area, obj) in sorted(per_stage.items()):
+    for (layer, m), (area, obj) in sorted(per_layer.items()):
         cells = [f'{area[obj == 0].mean():.3f}' if (obj == 0).any()
                  else '-']
         for lo, hi in bins:
@@ -263,7 +269,7 @@ def per_stage_table(per_stage, edges) -> str:
                          if inside.any() else '-')
         fg = obj > 0
         rho = spearman(area[fg], obj[fg]) if fg.sum() > 2 else float('nan')
-        lines.append(f'| {stage} | {m} | ' + ' | '.join(cells) +
+        lines.append(f'| {layer} | {m} | ' + ' | '.join(cells) +
                      f' | {rho:+.2f} |')
     return '\n'.join(lines)
 
@@ -308,12 +314,12 @@ def main(argv=None):
             follow[label] = {m: follow_content(results[label],
                                                objects[label], m)
                              for m in results[label]}
-        if args.per_stage:
-            print(f'{label}: mean window area / M^2 per stage against the '
+        if args.per_layer:
+            print(f'{label}: mean window area / M^2 per layer against the '
                   f'object size (sqrt area, image pixels at short side '
                   f'{args.size}; positions in brackets)')
-            print(per_stage_table(
-                collect_per_stage(model, images, mean, std, args.size,
+            print(per_layer_table(
+                collect_per_layer(model, images, mean, std, args.size,
                                   args.annotations), args.size_bins))
         for m, ext in sorted(results[label].items()):
             width = (ext[:, 0] + ext[:, 1] + 1) / m
