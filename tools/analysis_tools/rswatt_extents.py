@@ -22,6 +22,9 @@ resized to the layer's map) and the tool prints, per checkpoint and M, the
 mean window area on objects and on background and the Spearman rank
 correlation between window area and object size (the square root of the
 object's area in the layer's pixels), and adds a row of binned plots.
+``--per-layer`` (with ``--annotations``) also prints, per layer and M, a
+table of the mean window area against the object size in image pixels
+(bins ``--size-bins``).
 """
 import argparse
 import glob
@@ -57,6 +60,17 @@ def parse_args(argv=None):
     parser.add_argument('--annotations',
                         help='folder of label maps named as the images '
                         '(0 = background): correlate windows with objects')
+    parser.add_argument('--per-layer', action='store_true',
+                        help='with --annotations: also print, per layer '
+                        '(stage i block j of a backbone, or the module '
+                        'holding the attention) and M, the mean window '
+                        'area against the '
+                        'object size in image pixels (size bins '
+                        '--size-bins), for every checkpoint')
+    parser.add_argument('--size-bins', type=float, nargs='+',
+                        default=[4, 8, 16, 32, 64],
+                        help='object size bin edges, sqrt(area) in image '
+                        'pixels at --size (background is its own row)')
     parser.add_argument('--out', default='rswatt_extents.png')
     parser.add_argument('--cfg-options', nargs='+', action=DictAction,
                         help='override config entries, as tools/train.py '
@@ -65,6 +79,8 @@ def parse_args(argv=None):
     args = parser.parse_args(argv)
     if args.labels and len(args.labels) != len(args.checkpoints):
         parser.error('give one --labels entry per checkpoint')
+    if args.per_layer and not args.annotations:
+        parser.error('--per-layer needs --annotations')
     return args
 
 
@@ -168,6 +184,96 @@ def collect_extents(model, images, mean, std, size, annotations=None):
     return extents, {m: torch.cat(v).numpy() for m, v in objects.items()}
 
 
+def layer_of(name: str) -> str:
+    """'backbone.layers.2.blocks.1.attn' -> 'stage 3 block 2'; other
+    modules: the name without its last part."""
+    parts = name.split('.')
+    if 'layers' in parts:
+        i = parts.index('layers')
+        if i + 1 < len(parts) and parts[i + 1].isdigit():
+            out = f'stage {int(parts[i + 1]) + 1}'
+            if 'blocks' in parts[i:]:
+                j = parts.index('blocks', i)
+                if j + 1 < len(parts) and parts[j + 1].isdigit():
+                    out += f' block {int(parts[j + 1]) + 1}'
+            return out
+    return '.'.join(parts[:-1]) or name
+
+
+def collect_per_layer(model, images, mean, std, size, annotations):
+    """{(layer, M): (window area / M^2, object size)} per position of every
+    layer with a window predictor; object size is sqrt(area) of the
+    connected region under the position in the *image's* pixels (0 on
+    background), so that layers of different strides compare."""
+    names = {m: n for n, m in model.named_modules()}
+    found = {}
+    current = {}
+
+    def record(module, args, output):
+        extents = output.extents  # (B, h, w, scales, 4)
+        h, w = extents.shape[1:3]
+        area = mmcv.imresize(current['sizes'], (w, h),
+                             interpolation='nearest')
+        obj = np.sqrt(area).reshape(-1)
+        for s, m in enumerate(module.window_sizes):
+            e = extents[..., s, :].reshape(-1, 4).numpy()
+            a = (e[:, 0] + e[:, 1] + 1) * (e[:, 2] + e[:, 3] + 1) / m**2
+            key = (layer_of(names[module]), m)
+            found.setdefault(key, []).append((a, obj))
+
+    layers = [m for m in model.modules()
+              if isinstance(m, ReconstructedWindowAttention)
+              and m.window_pred is not None]
+    handles = [layer.register_forward_hook(record) for layer in layers]
+    try:
+        with torch.no_grad():
+            for path in images:
+                img = mmcv.imread(path, channel_order='rgb')
+                factor = size / min(img.shape[:2])
+                img = mmcv.imrescale(img, factor)
+                label = mmcv.imread(osp.join(annotations,
+                                             osp.basename(path)),
+                                    'unchanged')
+                label = mmcv.imrescale(label, factor,
+                                       interpolation='nearest')
+                current['sizes'] = object_sizes(label)
+                x = torch.from_numpy(img).permute(2, 0, 1).float()[None]
+                x = (x - mean) / std
+                feats = model.extract_feat(x) if hasattr(
+                    model, 'extract_feat') else model.backbone(x)
+                if hasattr(model, 'decode_head'):
+                    model.decode_head(feats)
+    finally:
+        for handle in handles:
+            handle.remove()
+    return {k: (np.concatenate([a for a, _ in v]),
+                np.concatenate([o for _, o in v]))
+            for k, v in found.items()}
+
+
+def per_layer_table(per_layer, edges) -> str:
+    """Markdown: one row per (layer, M), mean window area / M^2 on
+    background and per object-size bin, and Spearman rho on objects."""
+    bins = list(zip([0.] + list(edges), list(edges) + [float('inf')]))
+    heads = [f'{lo:g}-{hi:g} px' if hi != float('inf') else f'>= {lo:g} px'
+             for lo, hi in bins]
+    lines = ['| layer | M | background | ' + ' | '.join(heads) +
+             ' | rho (area, size) |',
+             '|---|---|---|' + '---|' * len(heads) + '---|']
+    for (layer, m), (area, obj) in sorted(per_layer.items()):
+        cells = [f'{area[obj == 0].mean():.3f}' if (obj == 0).any()
+                 else '-']
+        for lo, hi in bins:
+            inside = (obj > 0) & (obj >= lo) & (obj < hi)
+            cells.append(f'{area[inside].mean():.3f} ({inside.sum()})'
+                         if inside.any() else '-')
+        fg = obj > 0
+        rho = spearman(area[fg], obj[fg]) if fg.sum() > 2 else float('nan')
+        lines.append(f'| {layer} | {m} | ' + ' | '.join(cells) +
+                     f' | {rho:+.2f} |')
+    return '\n'.join(lines)
+
+
 def spearman(a: np.ndarray, b: np.ndarray) -> float:
     """Rank correlation (average ranks for ties)."""
     from scipy.stats import spearmanr
@@ -208,6 +314,13 @@ def main(argv=None):
             follow[label] = {m: follow_content(results[label],
                                                objects[label], m)
                              for m in results[label]}
+        if args.per_layer:
+            print(f'{label}: mean window area / M^2 per layer against the '
+                  f'object size (sqrt area, image pixels at short side '
+                  f'{args.size}; positions in brackets)')
+            print(per_layer_table(
+                collect_per_layer(model, images, mean, std, args.size,
+                                  args.annotations), args.size_bins))
         for m, ext in sorted(results[label].items()):
             width = (ext[:, 0] + ext[:, 1] + 1) / m
             height = (ext[:, 2] + ext[:, 3] + 1) / m
