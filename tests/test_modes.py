@@ -96,7 +96,9 @@ def test_packed_weights_live_for_one_forward(monkeypatch):
     if not linear._ONEDNN:
         pytest.skip('this torch has no oneDNN linear: no packed path')
     model = _build('swin-cyclic').eval()
-    x = torch.randn(SHAPE)
+    # stage 1 of 160x224 has 2240 tokens: enough rows to be packed
+    # (ops.linear._MIN_PACK_ROWS)
+    x = torch.randn(1, 3, 160, 224)
     packs = []
     reorder = torch.ops.mkldnn._reorder_linear_weight
 

@@ -33,6 +33,11 @@ from .backend import fast_path_allowed
 # never meet a oneDNN tensor.
 _LOCAL = threading.local()
 _ROWS_HINT = 4096  # typical rows per call on the chunked paths
+# Packing costs about one call's GEMM: a linear first met with fewer rows
+# than this (one call on a small map: ViT tokens, Swin's last stages at
+# classification sizes) runs unpacked; already packed in the scope (a
+# chunk loop's short last chunk), it keeps its packed copy.
+_MIN_PACK_ROWS = 1024
 
 
 @contextlib.contextmanager
@@ -82,9 +87,12 @@ def _packed_dtype(x: torch.Tensor, linear: nn.Linear):
     """The dtype the packed GEMM runs in, or None (``F.linear``). The scope
     is entered only where the block's fast path is allowed; what is left to
     check is what oneDNN's kernels take."""
-    if not (_ONEDNN and getattr(_LOCAL, 'packed', None) is not None
-            and x.device.type == 'cpu'
+    packed = getattr(_LOCAL, 'packed', None)
+    if not (_ONEDNN and packed is not None and x.device.type == 'cpu'
             and linear.weight.dtype == torch.float32):
+        return None
+    if id(linear) not in packed and \
+            x.numel() < _MIN_PACK_ROWS * x.shape[-1]:
         return None
     if torch.is_autocast_enabled('cpu'):
         if (_ONEDNN_BF16
