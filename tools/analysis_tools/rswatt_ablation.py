@@ -7,10 +7,10 @@ Tasks (``--task seg|det|both``), on the RSWAtt benchmark
 (tools/make_rswatt_bench.py, data/rswatt_bench):
 
   seg  configs/demo/upernet_rswatt-n_rswatt-bench-ade.py: UperNet, RSWAtt
-       'nano' backbone, 300 iterations, batch 4; metric mIoU (6 classes,
+       'nano' backbone, 200 iterations, batch 4; metric mIoU (6 classes,
        background included)
   det  configs/demo/retinanet_rswatt-n_rswatt-bench.py: RetinaNet, the same
-       backbone, 300 iterations, batch 4; metric COCO bbox mAP
+       backbone, 200 iterations, batch 4; metric COCO bbox mAP
 
     python tools/make_rswatt_bench.py data/rswatt_bench
     python tools/analysis_tools/rswatt_ablation.py --task seg --seeds 0 1 2
