@@ -7,17 +7,21 @@ Tasks (``--task seg|det|both``), on the RSWAtt benchmark
 (tools/make_rswatt_bench.py, data/rswatt_bench):
 
   seg  configs/demo/upernet_rswatt-n_rswatt-bench-ade.py: UperNet, RSWAtt
-       'nano' backbone, 300 iterations, batch 4; metric mIoU (6 classes,
+       'nano' backbone, 200 iterations, batch 4; metric mIoU (6 classes,
        background included)
   det  configs/demo/retinanet_rswatt-n_rswatt-bench.py: RetinaNet, the same
-       backbone, 300 iterations, batch 4; metric COCO bbox mAP
+       backbone, 200 iterations, batch 4; metric COCO bbox mAP
 
     python tools/make_rswatt_bench.py data/rswatt_bench
     python tools/analysis_tools/rswatt_ablation.py --task seg --seeds 0 1 2
     python tools/analysis_tools/rswatt_ablation.py --task det --seeds 0 1 2 \\
         --variants fixed swin adaptive ms-gate ms-concat
-    python tools/analysis_tools/rswatt_ablation.py --cost      # params, FLOPs, latency
-    python tools/analysis_tools/rswatt_ablation.py --table     # markdown from the JSON
+    # params, FLOPs, latency of every variant; the table from the JSON
+    python tools/analysis_tools/rswatt_ablation.py --cost --task both
+    python tools/analysis_tools/rswatt_ablation.py --table
+
+(configs/rswatt/README.md#when-does-the-adaptive-window-pay: the order the
+committed runs were made in, and the results.)
 
 Variants (the backbone's only; everything else the task's config):
   fixed              one scale, largest window 9, ``window_predictor=None``
