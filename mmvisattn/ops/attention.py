@@ -17,6 +17,7 @@ attention whose probabilities an MLP re-weights, so it needs them) and
 :func:`~mmvisattn.ops.performer.performer_attention` approximates softmax
 attention with random features and has no softmax at all.
 """
+import contextlib
 from typing import Optional
 
 import torch
@@ -181,26 +182,25 @@ def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     this module's docstring end here; the others (naive sliding window,
     re-weighted and position-only attention, Performer) compute their own
     weights."""
-    if _low_precision_on_cpu(q, k):
-        # bf16 on the CPU: torch's fused CPU kernel is barely faster in
-        # bf16 than in fp32 on window-sized rows, while bf16 GEMMs are
-        # ~2.8x (tools/analysis_tools/benchmark_backbone.py, docs/
-        # benchmarks.md); spelled out here, logits, mask and softmax stay
-        # bf16 (the CPU softmax accumulates in fp32), no autocast round
-        # trip through fp32.
-        scale = q.shape[-1]**-0.5 if scale is None else scale
-        logits = (q * scale) @ k.transpose(-2, -1)
-        if attn_mask is not None:
-            logits = logits + attn_mask.to(logits.dtype)
-        with torch.autocast('cpu', enabled=False):
-            attn = logits.softmax(-1)
-        return F.dropout(attn, dropout_p) @ v
-    if attn_mask is not None and attn_mask.requires_grad:
-        # A learned bias needs its gradient, which the fused CPU kernels do
-        # not give; spelled out, this skips the math fallback's all-masked
-        # row checks (our masks never block a whole row).
-        scale = q.shape[-1]**-0.5 if scale is None else scale
-        attn = ((q * scale) @ k.transpose(-2, -1) + attn_mask).softmax(-1)
-        return F.dropout(attn, dropout_p) @ v
-    return F.scaled_dot_product_attention(
-        q, k, v, attn_mask=attn_mask, dropout_p=dropout_p, scale=scale)
+    # bf16 on the CPU: torch's fused CPU kernel is barely faster in bf16
+    # than in fp32 on window-sized rows, while bf16 GEMMs are ~2.8x
+    # (tools/analysis_tools/benchmark_bf16_kernels.py, docs/benchmarks.md);
+    # spelled out, logits, mask and softmax stay bf16 (the CPU softmax
+    # accumulates in fp32), no autocast round trip through fp32.
+    low_precision = _low_precision_on_cpu(q, k)
+    # A learned bias needs its gradient, which the fused CPU kernels do not
+    # give; spelled out, this skips the math fallback's all-masked row
+    # checks (our masks never block a whole row).
+    if not low_precision and (attn_mask is None
+                              or not attn_mask.requires_grad):
+        return F.scaled_dot_product_attention(
+            q, k, v, attn_mask=attn_mask, dropout_p=dropout_p, scale=scale)
+    scale = q.shape[-1]**-0.5 if scale is None else scale
+    logits = (q * scale) @ k.transpose(-2, -1)
+    if attn_mask is not None:
+        logits = logits + (attn_mask.to(logits.dtype) if low_precision
+                           else attn_mask)
+    with torch.autocast('cpu', enabled=False) if low_precision else \
+            contextlib.nullcontext():
+        attn = logits.softmax(-1)
+    return F.dropout(attn, dropout_p) @ v
