@@ -4,6 +4,8 @@ package; each tool puts ``tools/`` on ``sys.path`` to import it."""
 import argparse
 import os
 import os.path as osp
+import statistics
+import time
 from typing import Optional
 
 import torch
@@ -59,3 +61,16 @@ def prepare_config(cfg: Config, config_path: str,
         cfg.work_dir = osp.join('./work_dirs',
                                 osp.splitext(osp.basename(config_path))[0])
     return cfg
+
+
+def median_ms(fn, iters: int, warmup: int) -> float:
+    """Median wall time of ``fn()`` in milliseconds over ``iters`` calls,
+    after ``warmup`` untimed calls (the benchmarks of tools/)."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(iters):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return 1000 * statistics.median(times)

@@ -13,22 +13,18 @@ Prints milliseconds (median of 30 calls) and ratios (ours / peer).
 docs/benchmarks.md quotes its output.
 """
 import argparse
-import statistics
-import time
+import os.path as osp
+import sys
 
 import torch
 import torch.nn.functional as F
 
+sys.path.insert(0, osp.join(osp.dirname(osp.abspath(__file__)), '..'))
+from tool_common import median_ms  # noqa: E402
 
-def median_ms(fn, iters=30):
-    for _ in range(5):
-        fn()
-    times = []
-    for _ in range(iters):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return 1000 * statistics.median(times)
+
+def timed(fn):
+    return median_ms(fn, iters=30, warmup=5)
 
 
 def linears():
@@ -42,8 +38,8 @@ def linears():
             linear.weight.detach().bfloat16(), n)
         bias = linear.bias.detach().bfloat16()
         with torch.no_grad(), torch.autocast('cpu', dtype=torch.bfloat16):
-            peer = median_ms(lambda: linear(x))
-            ours = median_ms(lambda: torch.ops.mkldnn._linear_pointwise(
+            peer = timed(lambda: linear(x))
+            ours = timed(lambda: torch.ops.mkldnn._linear_pointwise(
                 x, packed, bias, 'none', [], ''))
         rows.append((f'linear {n}x{cin}->{cout}', ours, peer))
     return rows
@@ -57,10 +53,10 @@ def attention():
         mask = 0.02 * torch.randn(83, heads, 49, 49)
         qb, kb, vb = q.bfloat16(), k.bfloat16(), v.bfloat16()
         with torch.no_grad():
-            ours = median_ms(lambda: attend(qb, kb, vb, attn_mask=mask))
-            sdpa16 = median_ms(lambda: F.scaled_dot_product_attention(
+            ours = timed(lambda: attend(qb, kb, vb, attn_mask=mask))
+            sdpa16 = timed(lambda: F.scaled_dot_product_attention(
                 qb, kb, vb, attn_mask=mask.bfloat16()))
-            sdpa32 = median_ms(lambda: F.scaled_dot_product_attention(
+            sdpa32 = timed(lambda: F.scaled_dot_product_attention(
                 q, k, v, attn_mask=mask))
         rows.append((f'attention 83x{heads}x49x32 (SDPA bf16)', ours,
                      sdpa16))

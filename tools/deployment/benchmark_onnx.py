@@ -13,13 +13,15 @@ output.
 """
 import argparse
 import io
-import statistics
+import os.path as osp
 import sys
-import time
 import warnings
 
 import numpy as np
 import torch
+
+sys.path.insert(0, osp.join(osp.dirname(osp.abspath(__file__)), '..'))
+from tool_common import median_ms  # noqa: E402
 
 MODELS = {
     'swin-t': dict(type='SwinTransformer'),
@@ -38,17 +40,6 @@ def parse_args(argv=None):
     parser.add_argument('--iters', type=int, default=20)
     parser.add_argument('--runs', type=int, default=3)
     return parser.parse_args(argv)
-
-
-def median_ms(fn, iters):
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(iters):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return 1000 * statistics.median(times)
 
 
 def main(argv=None):
@@ -92,8 +83,9 @@ def main(argv=None):
 
         ratios, pairs = [], []
         for _ in range(args.runs):
-            t_torch = median_ms(eager, args.iters)
-            t_ort = median_ms(lambda: session.run(None, feed), args.iters)
+            t_torch = median_ms(eager, args.iters, warmup=3)
+            t_ort = median_ms(lambda: session.run(None, feed), args.iters,
+                              warmup=3)
             ratios.append(t_ort / t_torch)
             pairs.append(f'{t_torch:.1f}/{t_ort:.1f}')
         rows.append((name, diff, pairs, ratios))
