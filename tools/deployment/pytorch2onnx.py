@@ -30,6 +30,7 @@ import warnings
 
 import numpy as np
 import torch
+from mmengine.config import DictAction
 from torch import nn
 
 sys.path.insert(0, osp.join(osp.dirname(osp.abspath(__file__)), '..'))
@@ -54,21 +55,19 @@ def parse_args(argv=None):
     parser.add_argument('--opset', type=int, default=17)
     parser.add_argument('--atol', type=float, default=1e-3,
                         help='exit 1 when an output differs by more')
-    parser.add_argument('--cfg-options', nargs='+', default=None,
+    parser.add_argument('--cfg-options', nargs='+', action=DictAction,
                         help='override config entries, key=value')
     return parser.parse_args(argv)
 
 
 def build_model(config_path, checkpoint, cfg_options=None):
-    from mmengine.config import Config, DictAction
+    from mmengine.config import Config
     from mmengine.registry import init_default_scope
     from mmengine.runner import load_checkpoint
 
     cfg = Config.fromfile(config_path)
     if cfg_options:
-        parsed = argparse.Namespace()
-        DictAction(option_strings=[], dest='o')(None, parsed, cfg_options)
-        cfg.merge_from_dict(parsed.o)
+        cfg.merge_from_dict(cfg_options)
     scope = config_scope(cfg, config_path)
     if scope not in ('mmdet', 'mmseg'):
         raise SystemExit(f'{config_path}: default_scope={scope!r}; this tool '
@@ -274,6 +273,9 @@ def static_adaptive_pools(model, args):
     ``args`` while exporting; the export is then for that size only."""
     pools = {name: m for name, m in model.named_modules()
              if isinstance(m, nn.AdaptiveAvgPool2d)}
+    if not pools:  # nothing to swap: no forward to record sizes
+        yield
+        return
     sizes = {}
 
     def record(name):
