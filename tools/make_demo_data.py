@@ -76,26 +76,17 @@ def make_scene(rng: np.random.RandomState, size: Tuple[int, int]
     return img, label, instances
 
 
-def generate_shapes(root: str,
-                    num_train: int = 240,
-                    num_val: int = 40,
-                    size: Tuple[int, int] = (160, 160),
-                    seed: int = 0) -> str:
-    """Write the dataset under ``root`` (idempotent: same seed, same files).
-
-    Layout::
-
-        root/images/{train,val}/*.png           (shared by both tasks)
-        root/annotations/instances_{train,val}.json       COCO instances
-        root/ade/images/{training,validation}/*.png        same images
-        root/ade/annotations/{training,validation}/*.png   labels, 0 = void
-    """
+def write_scenes(root: str, make_scene, classes, palette, num_train: int,
+                 num_val: int, size: Tuple[int, int], seed: int) -> str:
+    """Write ``make_scene(rng, size) -> (image, label map, instances)``'s
+    scenes under ``root`` in the layout of :func:`generate_shapes` (also
+    tools/make_rswatt_bench.py's): idempotent, same arguments, same files."""
     stamp = osp.join(root, f'.complete-{num_train}-{num_val}-{size[0]}x'
                      f'{size[1]}-{seed}')
     if osp.exists(stamp):
         return root
     rng = np.random.RandomState(seed)
-    categories = [dict(id=i + 1, name=n) for i, n in enumerate(CLASSES)]
+    categories = [dict(id=i + 1, name=n) for i, n in enumerate(classes)]
     for split, count, ade_split in (('train', num_train, 'training'),
                                     ('val', num_val, 'validation')):
         img_dir = osp.join(root, 'images', split)
@@ -124,9 +115,27 @@ def generate_shapes(root: str,
                 dict(images=images, annotations=annotations,
                      categories=categories), f)
     with open(osp.join(root, 'classes.json'), 'w') as f:
-        json.dump(dict(classes=list(CLASSES), palette=PALETTE), f)
+        json.dump(dict(classes=list(classes), palette=palette), f)
     open(stamp, 'w').close()
     return root
+
+
+def generate_shapes(root: str,
+                    num_train: int = 240,
+                    num_val: int = 40,
+                    size: Tuple[int, int] = (160, 160),
+                    seed: int = 0) -> str:
+    """Write the dataset under ``root`` (idempotent: same seed, same files).
+
+    Layout::
+
+        root/images/{train,val}/*.png           (shared by both tasks)
+        root/annotations/instances_{train,val}.json       COCO instances
+        root/ade/images/{training,validation}/*.png        same images
+        root/ade/annotations/{training,validation}/*.png   labels, 0 = void
+    """
+    return write_scenes(root, make_scene, CLASSES, PALETTE, num_train,
+                        num_val, size, seed)
 
 
 def main():

@@ -31,13 +31,16 @@ masks as polygons, visible boxes) for detection and the ADE20K layout
         [--num-val 60] [--size 128 128] [--seed 0]
 """
 import argparse
-import json
-import os
 import os.path as osp
+import sys
 from typing import Dict, List, Tuple
 
 import cv2
 import numpy as np
+
+# the demo data's writer (same layout); tools/ is not a package
+sys.path.insert(0, osp.dirname(osp.abspath(__file__)))
+from make_demo_data import write_scenes  # noqa: E402
 
 CLASSES = ('square', 'disc', 'triangle', 'ring', 'bar')
 # the shared palette (BGR): objects and distractors alike, jittered
@@ -196,43 +199,8 @@ def generate(root: str,
         root/ade/images/{training,validation}/*.png        same images
         root/ade/annotations/{training,validation}/*.png   labels, 0 = bg
     """
-    stamp = osp.join(root, f'.complete-{num_train}-{num_val}-{size[0]}x'
-                     f'{size[1]}-{seed}')
-    if osp.exists(stamp):
-        return root
-    rng = np.random.RandomState(seed)
-    categories = [dict(id=i + 1, name=n) for i, n in enumerate(CLASSES)]
-    for split, count, ade_split in (('train', num_train, 'training'),
-                                    ('val', num_val, 'validation')):
-        img_dir = osp.join(root, 'images', split)
-        ade_img_dir = osp.join(root, 'ade', 'images', ade_split)
-        ade_ann_dir = osp.join(root, 'ade', 'annotations', ade_split)
-        for d in (img_dir, ade_img_dir, ade_ann_dir,
-                  osp.join(root, 'annotations')):
-            os.makedirs(d, exist_ok=True)
-        images, annotations = [], []
-        for i in range(count):
-            img, label, instances = make_scene(rng, size)
-            name = f'{split}_{i:05d}.png'
-            cv2.imwrite(osp.join(img_dir, name), img)
-            cv2.imwrite(osp.join(ade_img_dir, name), img)
-            cv2.imwrite(osp.join(ade_ann_dir, name), label)
-            image_id = len(images) + 1
-            images.append(
-                dict(id=image_id, file_name=name, height=size[0],
-                     width=size[1]))
-            for inst in instances:
-                annotations.append(
-                    dict(id=len(annotations) + 1, image_id=image_id, **inst))
-        with open(osp.join(root, 'annotations', f'instances_{split}.json'),
-                  'w') as f:
-            json.dump(
-                dict(images=images, annotations=annotations,
-                     categories=categories), f)
-    with open(osp.join(root, 'classes.json'), 'w') as f:
-        json.dump(dict(classes=list(CLASSES), palette=PALETTE), f)
-    open(stamp, 'w').close()
-    return root
+    return write_scenes(root, make_scene, CLASSES, PALETTE, num_train,
+                        num_val, size, seed)
 
 
 def main(argv=None):
