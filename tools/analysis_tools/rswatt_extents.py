@@ -124,33 +124,18 @@ def object_sizes(label: np.ndarray) -> np.ndarray:
     return sizes
 
 
-def collect_extents(model, images, mean, std, size, annotations=None):
-    """{M: (n, 4) extents in pixels} over every RSWAtt layer with a window
-    predictor; with ``annotations`` also {M: (n, ) object size} (the square
-    root of the object's area in the layer's pixels, 0 on background)."""
+def run_images(model, images, mean, std, size, annotations, record,
+               current):
+    """Run ``model`` on ``images`` (short side ``size``) with ``record`` as
+    a forward hook on every RSWAtt layer that predicts windows; with
+    ``annotations``, ``current['sizes']`` holds the object sizes
+    (:func:`object_sizes`) of the image being run."""
     layers = [m for m in model.modules()
               if isinstance(m, ReconstructedWindowAttention)
               and m.window_pred is not None]
     if not layers:
         raise ValueError('the model has no RSWAtt layer with a window '
                          'predictor')
-    found, objects = {}, {}
-    current = {}
-
-    def record(module, args, output):
-        extents = output.extents  # (B, h, w, scales, 4)
-        h, w = extents.shape[1:3]
-        if 'sizes' in current:
-            area = mmcv.imresize(current['sizes'], (w, h),
-                                 interpolation='nearest')
-            # in the layer's pixels: the map is (h, w) of the image's
-            scale = h * w / current['sizes'].size
-            size = torch.from_numpy(np.sqrt(area * scale)).reshape(-1)
-        for s, m in enumerate(module.window_sizes):
-            found.setdefault(m, []).append(extents[..., s, :].reshape(-1, 4))
-            if 'sizes' in current:
-                objects.setdefault(m, []).append(size)
-
     handles = [layer.register_forward_hook(record) for layer in layers]
     try:
         with torch.no_grad():
@@ -178,6 +163,31 @@ def collect_extents(model, images, mean, std, size, annotations=None):
     finally:
         for handle in handles:
             handle.remove()
+
+
+def collect_extents(model, images, mean, std, size, annotations=None):
+    """{M: (n, 4) extents in pixels} over every RSWAtt layer with a window
+    predictor; with ``annotations`` also {M: (n, ) object size} (the square
+    root of the object's area in the layer's pixels, 0 on background)."""
+    found, objects = {}, {}
+    current = {}
+
+    def record(module, args, output):
+        extents = output.extents  # (B, h, w, scales, 4)
+        h, w = extents.shape[1:3]
+        if 'sizes' in current:
+            area = mmcv.imresize(current['sizes'], (w, h),
+                                 interpolation='nearest')
+            # in the layer's pixels: the map is (h, w) of the image's
+            scale = h * w / current['sizes'].size
+            size = torch.from_numpy(np.sqrt(area * scale)).reshape(-1)
+        for s, m in enumerate(module.window_sizes):
+            found.setdefault(m, []).append(extents[..., s, :].reshape(-1, 4))
+            if 'sizes' in current:
+                objects.setdefault(m, []).append(size)
+
+    run_images(model, images, mean, std, size, annotations, record,
+               current)
     extents = {m: torch.cat(v).numpy() for m, v in found.items()}
     if annotations is None:
         return extents, None
@@ -221,31 +231,8 @@ def collect_per_layer(model, images, mean, std, size, annotations):
             key = (layer_of(names[module]), m)
             found.setdefault(key, []).append((a, obj))
 
-    layers = [m for m in model.modules()
-              if isinstance(m, ReconstructedWindowAttention)
-              and m.window_pred is not None]
-    handles = [layer.register_forward_hook(record) for layer in layers]
-    try:
-        with torch.no_grad():
-            for path in images:
-                img = mmcv.imread(path, channel_order='rgb')
-                factor = size / min(img.shape[:2])
-                img = mmcv.imrescale(img, factor)
-                label = mmcv.imread(osp.join(annotations,
-                                             osp.basename(path)),
-                                    'unchanged')
-                label = mmcv.imrescale(label, factor,
-                                       interpolation='nearest')
-                current['sizes'] = object_sizes(label)
-                x = torch.from_numpy(img).permute(2, 0, 1).float()[None]
-                x = (x - mean) / std
-                feats = model.extract_feat(x) if hasattr(
-                    model, 'extract_feat') else model.backbone(x)
-                if hasattr(model, 'decode_head'):
-                    model.decode_head(feats)
-    finally:
-        for handle in handles:
-            handle.remove()
+    run_images(model, images, mean, std, size, annotations, record,
+               current)
     return {k: (np.concatenate([a for a, _ in v]),
                 np.concatenate([o for _, o in v]))
             for k, v in found.items()}
