@@ -119,7 +119,7 @@ def test_import_pulls_in_no_analysis_or_tool_code():
 
 def test_demo_optimizer_is_fused_adamw_with_the_loops_update(tmp_path):
     """The demo's optimizer, as mmengine builds it from the config, is
-    torch's fused AdamW (its step is a fifth of the per-parameter loop's on
+    torch's fused AdamW (its step is a quarter of the per-parameter loop's on
     the CPU) with the paper's parameter groups, and one step updates every
     parameter as the loop (``fused=False``) does."""
     from mmdet.registry import MODELS

@@ -97,7 +97,7 @@ param_scheduler = [
 ]
 # fused=True: torch's single-kernel AdamW, the same update as the loop over
 # parameters; on 2 CPU threads its step over the model's 84M parameters
-# takes about a fifth of the loop's (docs/benchmarks.md, "The whole demo
+# takes about a quarter of the loop's (docs/benchmarks.md, "The whole demo
 # detector"), and the loop is fp32 with or without --amp.
 optim_wrapper = dict(
     optimizer=dict(lr=4e-4, fused=True), clip_grad=dict(max_norm=10.))
