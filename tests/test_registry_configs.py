@@ -117,6 +117,7 @@ def test_import_pulls_in_no_analysis_or_tool_code():
          'make_demo_data'))], loaded
 
 
+@pytest.mark.slow  # optimizer steps by hand (pytest.ini)
 def test_demo_optimizer_is_fused_adamw_with_the_loops_update(tmp_path):
     """The demo's optimizer, as mmengine builds it from the config, is
     torch's fused AdamW (its step is a quarter of the per-parameter loop's on
