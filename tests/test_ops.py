@@ -195,3 +195,38 @@ def test_bf16_attention_on_cpu_is_spelled_out_and_matches_fp32(learned_bias):
         assert rel < 0.01, rel
         for g, r in zip(grads, ref_grads):
             assert ((g - r).norm() / r.norm()).item() < 0.02
+
+
+@pytest.mark.parametrize('amp', [False, True], ids=['fp32', 'bf16'])
+def test_linear_packs_only_where_packing_pays(monkeypatch, amp):
+    """``fast_linear`` inside a scope packs a weight first met with at least
+    ``_MIN_PACK_ROWS[dtype]`` rows (fp32: 512 rows, bf16: 1024) and
+    reuses the copy for shorter calls after; below it, and outside a scope,
+    it is ``F.linear``. Either way the result is the linear's (autocast's
+    under bf16)."""
+    from mmvisattn.ops import fast_linear, linear, packed_weights_scope
+    if not linear._ONEDNN or (amp and not linear._ONEDNN_BF16):
+        pytest.skip('no oneDNN linear for this dtype in this torch/CPU')
+    dtype = torch.bfloat16 if amp else torch.float32
+    least = linear._MIN_PACK_ROWS[dtype]
+    packs = []
+    reorder = linear._reorder
+    monkeypatch.setattr(linear, '_reorder',
+                        lambda w, rows: packs.append(w.dtype) or reorder(
+                            w, rows))
+    lin = torch.nn.Linear(64, 96).eval()
+    tol = dict(rtol=2e-2, atol=2e-2) if amp else dict(rtol=1e-5, atol=1e-5)
+    with torch.no_grad(), torch.autocast('cpu', dtype=torch.bfloat16,
+                                         enabled=amp):
+        short, full = torch.randn(least - 1, 64), torch.randn(least, 64)
+        with packed_weights_scope():
+            out_short = fast_linear(short, lin)
+            assert packs == []  # too few rows to pay for a packing
+            out_full = fast_linear(full, lin)
+            assert packs == [dtype]
+            again = fast_linear(short, lin)  # reuses the packed copy
+            assert packs == [dtype]
+        assert out_full.dtype == again.dtype == dtype
+        for out, x in ((out_short, short), (out_full, full), (again, short)):
+            torch.testing.assert_close(out.float(), lin(x).float(), **tol)
+        assert fast_linear(full, lin).dtype == dtype and len(packs) == 1

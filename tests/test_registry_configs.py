@@ -115,3 +115,48 @@ def test_import_pulls_in_no_analysis_or_tool_code():
     assert not [m for m in loaded if m.startswith(
         ('mmvisattn.analysis', 'mmvisattn.engine', 'tool_common',
          'make_demo_data'))], loaded
+
+
+@pytest.mark.slow  # optimizer steps by hand (pytest.ini)
+def test_demo_optimizer_is_fused_adamw_with_the_loops_update(tmp_path):
+    """The demo's optimizer, as mmengine builds it from the config, is
+    torch's fused AdamW (its step is a quarter of the per-parameter loop's on
+    the CPU) with the paper's parameter groups, and one step updates every
+    parameter as the loop (``fused=False``) does."""
+    from mmdet.registry import MODELS
+    from mmdet.utils import register_all_modules
+    from mmengine.optim import build_optim_wrapper
+
+    from helpers.det_config import small_det_config
+    register_all_modules()
+    cfg = Config.fromfile(small_det_config(tmp_path))
+    torch.manual_seed(0)
+    with DefaultScope.overwrite_default_scope('mmdet'):
+        model = MODELS.build(cfg.model)
+    wrappers = {}
+    for fused in (True, False):
+        optim_cfg = cfg.optim_wrapper.copy()
+        optim_cfg['optimizer'] = dict(optim_cfg['optimizer'], fused=fused)
+        wrappers[fused] = build_optim_wrapper(model, optim_cfg)
+    built = wrappers[True].optimizer
+    assert type(built) is torch.optim.AdamW and built.defaults['fused']
+    assert cfg.optim_wrapper.optimizer.fused is True
+    # the paper's groups: no weight decay on norms and position tables
+    decays = {g['weight_decay'] for g in built.param_groups}
+    assert decays == {0.0, 0.05}
+    start = {n: p.detach().clone() for n, p in model.named_parameters()}
+    grads = {n: torch.randn_like(p) for n, p in model.named_parameters()}
+    after = {}
+    for fused, wrapper in wrappers.items():
+        with torch.no_grad():
+            for n, p in model.named_parameters():
+                p.copy_(start[n])
+                p.grad = grads[n].clone()
+        for _ in range(2):  # the second step reads the moments of the first
+            wrapper.step()
+        after[fused] = {n: p.detach().clone()
+                        for n, p in model.named_parameters()}
+    for n in start:
+        assert not torch.equal(after[True][n], start[n]), n
+        torch.testing.assert_close(after[True][n], after[False][n],
+                                   rtol=1e-5, atol=1e-7)

@@ -9,7 +9,7 @@ import sys
 import pytest
 import torch
 
-from helpers import REPO, generate_shapes, shared_dataset
+from helpers import REPO, generate_shapes, load_tool, shared_dataset
 from helpers.det_config import DEMO_CONFIG, small_det_config
 
 MAIN_CONFIG = osp.join(REPO, 'configs', 'cascade_swin_t_coco.py')
@@ -205,3 +205,27 @@ def test_torchrun_two_cpu_processes(shapes, small_cascade, tmp_path):
     # 3 held-out images, split over 2 ranks and gathered for one COCO eval
     assert re.search(r'Iter\(test\) \[2/2\]', out), out[-3000:]
     assert re.search(r'coco/bbox_mAP: [\d.]+', out), out[-3000:]
+
+
+@pytest.mark.slow
+def test_profile_train_step_reports_where_the_step_goes(shapes, small_cascade,
+                                                        capsys):
+    """tools/analysis_tools/profile_train_step.py builds the demo detector
+    as tools/train.py does, times a step and splits one profiled step into
+    the groups docs/benchmarks.md quotes; the RoI heads' mmcv RoIAlign shows
+    up as an mmcv op, the optimizer's step beside them."""
+    tool = load_tool('tools/analysis_tools/profile_train_step.py')
+    options = demo_options(shapes, 10)[1:]
+    tool.main([small_cascade, '--warmup', '1', '--steps', '1',
+               '--cfg-options', *options])
+    printed = capsys.readouterr().out
+    assert re.search(r'OptimWrapper, \d+ threads; step seconds: [\d.]+',
+                     printed), printed
+    shares = dict(re.findall(r'^\| ([a-zA-Z ]+) \| \d+ \| ([\d.]+)%',
+                             printed, re.M))
+    assert set(shares) == {'convolutions', 'GEMMs', 'attention', 'mmcv ops',
+                           'copies and casts', 'other'}, printed
+    assert float(shares['mmcv ops']) > 0 and float(shares['GEMMs']) > 0
+    assert abs(sum(map(float, shares.values())) - 100) < 0.5
+    assert re.search(r'optimizer step with its element-wise ops: \d+ ms',
+                     printed)

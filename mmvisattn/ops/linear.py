@@ -32,12 +32,16 @@ from .backend import fast_path_allowed
 # packed)); never on the module, so deepcopy/pickle/state_dict of a model
 # never meet a oneDNN tensor.
 _LOCAL = threading.local()
-_ROWS_HINT = 4096  # typical rows per call on the chunked paths
-# Packing costs about one call's GEMM: a linear first met with fewer rows
-# than this (one call on a small map: ViT tokens, Swin's last stages at
-# classification sizes) runs unpacked; already packed in the scope (a
-# chunk loop's short last chunk), it keeps its packed copy.
-_MIN_PACK_ROWS = 1024
+_ROWS_HINT = 4096  # rows per call on the chunked paths
+# Packing a weight costs about one call's GEMM, so a linear first met with
+# fewer rows than this runs unpacked (already packed in the scope, e.g. a
+# chunk loop's short last chunk, it keeps its packed copy). One call that
+# packs against F.linear, 2 threads (benchmark_bf16_kernels.py --only
+# packing; docs/benchmarks.md, "When packing pays"): fp32 is 0-30% faster
+# from 512 rows on (Swin-T's last stage at 800x1216 has 950 tokens) and up
+# to 17% slower at 256; bf16 is 7-27% slower at 256-512 rows and even
+# (0.91-1.13) from 950 to 3800.
+_MIN_PACK_ROWS = {torch.float32: 512, torch.bfloat16: 1024}
 
 
 @contextlib.contextmanager
@@ -86,21 +90,25 @@ def _reorder(weight: torch.Tensor, rows: int) -> torch.Tensor:
 def _packed_dtype(x: torch.Tensor, linear: nn.Linear):
     """The dtype the packed GEMM runs in, or None (``F.linear``). The scope
     is entered only where the block's fast path is allowed; what is left to
-    check is what oneDNN's kernels take."""
+    check is what oneDNN's kernels take and whether packing pays."""
     packed = getattr(_LOCAL, 'packed', None)
     if not (_ONEDNN and packed is not None and x.device.type == 'cpu'
             and linear.weight.dtype == torch.float32):
         return None
-    if id(linear) not in packed and \
-            x.numel() < _MIN_PACK_ROWS * x.shape[-1]:
-        return None
     if torch.is_autocast_enabled('cpu'):
-        if (_ONEDNN_BF16
+        if not (_ONEDNN_BF16
                 and torch.get_autocast_dtype('cpu') == torch.bfloat16
                 and x.dtype in (torch.float32, torch.bfloat16)):
-            return torch.bfloat16
+            return None
+        dtype = torch.bfloat16
+    elif x.dtype == torch.float32:
+        dtype = torch.float32
+    else:
         return None
-    return torch.float32 if x.dtype == torch.float32 else None
+    if id(linear) not in packed and \
+            x.numel() < _MIN_PACK_ROWS[dtype] * x.shape[-1]:
+        return None
+    return dtype
 
 
 def _packed_weight(linear: nn.Linear, dtype: torch.dtype):

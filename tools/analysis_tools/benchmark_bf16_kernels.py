@@ -1,14 +1,18 @@
-"""The two CPU bf16 kernels of the inference fast path against what they
-replace, on Swin-T's shapes, three runs in one process:
+"""The CPU kernels of the inference fast path against what they replace,
+on Swin-T's shapes, three runs in one process:
 
-    python tools/analysis_tools/benchmark_bf16_kernels.py [--threads 2] [--runs 3]
+    python tools/analysis_tools/benchmark_bf16_kernels.py [--threads 2] \
+        [--runs 3] [--only linear packing attention]
 
 * linears: a weight packed once as bf16 for oneDNN (``ops.linear``, what
   the fast path runs under bf16 autocast) against autocast's ``F.linear``
   on an fp32 weight (cast and reordered per call), input bf16;
 * window attention, 83 windows of 49 tokens, head dim 32: ``ops.attend``'s
   spelled-out bf16 form against torch's fused ``scaled_dot_product_
-  attention`` in bf16 and in fp32, with an additive mask.
+  attention`` in bf16 and in fp32, with an additive mask;
+* packing: one linear call that packs its weight first (what a linear
+  called once per block pays) against ``F.linear``, fp32 and under bf16
+  autocast, at the row counts around ``ops.linear._MIN_PACK_ROWS``.
 Prints milliseconds (median of 30 calls) and ratios (ours / peer).
 docs/benchmarks.md quotes its output.
 """
@@ -45,6 +49,33 @@ def linears():
     return rows
 
 
+def packing():
+    pack = torch.ops.mkldnn._reorder_linear_weight
+    rows = []
+    for n, cin, cout in [(256, 768, 3072), (512, 768, 3072),
+                         (950, 768, 3072), (950, 3072, 768),
+                         (2048, 192, 576), (3800, 384, 1152),
+                         (3800, 1536, 384)]:
+        linear = torch.nn.Linear(cin, cout).eval()
+        x = torch.randn(n, cin)
+        for dtype in (torch.float32, torch.bfloat16):
+            def packed_once():
+                w = pack(linear.weight.detach().to(dtype), 4096)
+                return torch.ops.mkldnn._linear_pointwise(
+                    x.to(dtype), w, linear.bias.detach().to(dtype), 'none',
+                    [], '')
+
+            with torch.no_grad(), torch.autocast(
+                    'cpu', dtype=torch.bfloat16,
+                    enabled=dtype == torch.bfloat16):
+                peer = timed(lambda: linear(x))
+                ours = timed(packed_once)
+            name = 'fp32' if dtype == torch.float32 else 'bf16'
+            rows.append((f'pack + linear {n}x{cin}->{cout} {name} '
+                         '(F.linear)', ours, peer))
+    return rows
+
+
 def attention():
     from mmvisattn.ops.attention import attend
     rows = []
@@ -65,10 +96,15 @@ def attention():
     return rows
 
 
+GROUPS = {'linear': linears, 'packing': packing, 'attention': attention}
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--threads', type=int, default=2)
     parser.add_argument('--runs', type=int, default=3)
+    parser.add_argument('--only', nargs='+', default=list(GROUPS),
+                        choices=list(GROUPS), help='kernel groups to time')
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     print(f'torch {torch.__version__}, {args.threads} threads, CPU '
@@ -76,8 +112,9 @@ def main(argv=None):
           f'bf16: {torch.ops.mkldnn._is_mkldnn_bf16_supported()}')
     results = {}
     for run in range(args.runs):
-        for name, ours, peer in linears() + attention():
-            results.setdefault(name, []).append((ours, peer))
+        for group in args.only:
+            for name, ours, peer in GROUPS[group]():
+                results.setdefault(name, []).append((ours, peer))
     print('\n| kernel (peer) | ours ms (runs) | peer ms (runs) | ours / peer '
           '(runs) |')
     print('|---|---|---|---|')
