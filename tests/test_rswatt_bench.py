@@ -11,7 +11,7 @@ import cv2
 import numpy as np
 import pytest
 
-from helpers import load_tool
+from helpers import REPO, load_tool
 
 bench = load_tool(osp.join('tools', 'make_rswatt_bench.py'))
 ablation = load_tool(osp.join('tools', 'analysis_tools', 'rswatt_ablation.py'))
@@ -208,3 +208,17 @@ def test_extents_per_layer_table():
                                    [8, 32, 64])
     assert '| stage 1 | 9 | 0.200 | 0.500 (1) | 0.600 (1) | - | 0.900 (1) |' \
         ' +1.00 |' in text
+
+
+def test_readme_tables_are_the_committed_results():
+    """configs/rswatt/README.md shows the tables the script makes from
+    docs/rswatt_ablation.json, every line of them: a rerun that changes the
+    JSON without the README (or the other way round) fails here."""
+    text = ablation.table(osp.join(REPO, 'docs', 'rswatt_ablation.json'))
+    with open(osp.join(REPO, 'configs', 'rswatt', 'README.md')) as f:
+        readme = f.read()
+    rows = [line for line in text.splitlines() if line.startswith('| ')]
+    # two full tables: a header and a row per variant each
+    assert len(rows) == 2 * (1 + len(ablation.VARIANTS))
+    missing = [line for line in rows if line not in readme]
+    assert not missing, missing
