@@ -166,24 +166,3 @@ def test_autocast_equals_fp32(name, dtype):
     for pname, p in model.named_parameters():
         if p.grad is not None:
             assert torch.isfinite(p.grad).all(), pname
-
-
-def test_swin_t_bf16_inference_is_within_two_percent_per_stage():
-    """Issue 32's accuracy bound: Swin-T's eval fast path under CPU bf16
-    autocast (packed bf16 linears where oneDNN has bf16, the spelled-out
-    bf16 window attention) gives every stage's output within 2% of fp32,
-    relative in the Frobenius norm; with the LayerNorms left as autocast
-    runs them."""
-    from mmvisattn.models.backbones import SwinTransformer
-    torch.manual_seed(0)
-    model = SwinTransformer(arch='tiny', drop_path_rate=0.).eval()
-    model.init_weights()
-    x = torch.randn(1, 3, 224, 320)
-    with torch.no_grad():
-        want = model(x)
-        with torch.autocast('cpu', dtype=torch.bfloat16):
-            got = model(x)
-    assert len(got) == 4
-    for stage, (a, b) in enumerate(zip(got, want)):
-        err = float((a.float() - b).norm() / b.norm())
-        assert err < 0.02, (stage, err)

@@ -420,13 +420,16 @@ def test_chunk_size_does_not_change_outputs_or_gradients():
 
 # ------------------------------------------------------------------------ AMP
 def test_bf16_autocast_matches_fp32():
-    """Default Swin-T under CPU bf16 autocast: finite, and each pyramid
-    level within 3% relative L2 error of fp32 (measured ~0.5-1.2%)."""
+    """Default Swin-T under CPU bf16 autocast, on the eval fast path (packed
+    bf16 linears where oneDNN has bf16, the spelled-out bf16 window
+    attention; 224x320 is enough rows for both): finite, and each pyramid
+    level within 2% relative L2 error of fp32 (issue 32's bound; measured
+    0.5-1.1%)."""
     torch.manual_seed(0)
     model = SwinTransformer(arch='tiny', drop_path_rate=0.)
     model.init_weights()
     model.eval()
-    x = torch.randn(1, 3, 64, 64)
+    x = torch.randn(1, 3, 224, 320)
     with torch.no_grad():
         ref = model(x)
         with torch.autocast('cpu', dtype=torch.bfloat16):
@@ -434,7 +437,7 @@ def test_bf16_autocast_matches_fp32():
     for a, b in zip(out, ref):
         assert a.shape == b.shape and torch.isfinite(a).all()
         rel = ((a.float() - b).norm() / b.norm()).item()
-        assert rel < 0.03, rel
+        assert rel < 0.02, rel
 
 
 @pytest.mark.parametrize('shift_mode', ['cyclic', 'padding'])
