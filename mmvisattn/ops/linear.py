@@ -37,10 +37,10 @@ _ROWS_HINT = 4096  # rows per call on the chunked paths
 # fewer rows than this runs unpacked (already packed in the scope, e.g. a
 # chunk loop's short last chunk, it keeps its packed copy). One call that
 # packs against F.linear, 2 threads (benchmark_bf16_kernels.py --only
-# packing; docs/benchmarks.md, "When packing pays"): fp32 is 0-30% faster
-# from 512 rows on (Swin-T's last stage at 800x1216 has 950 tokens) and up
-# to 17% slower at 256; bf16 is 7-27% slower at 256-512 rows and even
-# (0.91-1.13) from 950 to 3800.
+# packing; docs/benchmarks.md, "When packing pays"): in fp32 it takes
+# 0.70-1.05 of F.linear's time from 512 rows on (Swin-T's last stage at
+# 800x1216 has 950 tokens) and 1.01-1.17 at 256; in bf16 1.07-1.27 at
+# 256-512 rows and 0.91-1.13 from 950 to 3800.
 _MIN_PACK_ROWS = {torch.float32: 512, torch.bfloat16: 1024}
 
 
