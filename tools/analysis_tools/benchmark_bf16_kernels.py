@@ -50,7 +50,7 @@ def linears():
 
 
 def packing():
-    pack = torch.ops.mkldnn._reorder_linear_weight
+    from mmvisattn.ops.linear import _ROWS_HINT, _reorder
     rows = []
     for n, cin, cout in [(256, 768, 3072), (512, 768, 3072),
                          (950, 768, 3072), (950, 3072, 768),
@@ -60,7 +60,8 @@ def packing():
         x = torch.randn(n, cin)
         for dtype in (torch.float32, torch.bfloat16):
             def packed_once():
-                w = pack(linear.weight.detach().to(dtype), 4096)
+                # packed as the fast path packs it (ops.linear)
+                w = _reorder(linear.weight.detach().to(dtype), _ROWS_HINT)
                 return torch.ops.mkldnn._linear_pointwise(
                     x.to(dtype), w, linear.bias.detach().to(dtype), 'none',
                     [], '')
