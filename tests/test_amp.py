@@ -291,8 +291,8 @@ def test_train_and_test_tools_with_amp_on_a_cpu(seg_data, tmp_path):
 def test_gpu_check_script_and_the_apis_it_calls():
     """gpu_check.sh is prepared for a GPU machine but checked here: its
     syntax, the flags it passes to each tool, the CUDA test module it runs
-    (collected, every test present), and the benchmark's batch/autocast
-    path on the CPU at a tiny size."""
+    (collected, every test present), and the benchmark's batch, autocast
+    and compiled paths on the CPU at a tiny size."""
     script = osp.join(REPO, 'tools', 'analysis_tools', 'gpu_check.sh')
     subprocess.run(['bash', '-n', script], check=True)
     text = open(script).read()
@@ -319,8 +319,12 @@ def test_gpu_check_script_and_the_apis_it_calls():
         [sys.executable, 'tools/analysis_tools/benchmark_backbone.py',
          '--infer-shape', '32', '32', '--train-shape', '32', '32',
          '--infer-batch', '2', '--train-batch', '2', '--repeats', '1',
-         '--amp-dtype', 'bfloat16'], cwd=REPO, stdout=subprocess.PIPE,
+         '--amp-dtype', 'bfloat16', '--compile', '--compile-backend',
+         'eager'], cwd=REPO, stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True, timeout=600)
     assert bench.returncode == 0, bench.stdout[-3000:]
     assert 'GEMM 1024^3' in bench.stdout
     assert 'train step 2x3x32x32 ours bfloat16 vs mmdet fp32' in bench.stdout
+    # the compiled rows' plumbing (inductor itself: docs/benchmarks.md)
+    assert ('inference 2x3x32x32 compiled ours vs mmdet, both bfloat16 '
+            'compiled') in bench.stdout

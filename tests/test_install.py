@@ -62,3 +62,27 @@ def test_force_cuda_is_refused_with_the_reason_and_keeps_mmcv(tmp_path):
     assert 'building mmcv' not in proc.stdout
     subprocess.run([sys.executable, '-c', 'import mmcv.ops'], check=True,
                    cwd='/')
+
+
+@pytest.mark.slow
+def test_tracked_links_stay_inside_the_checkout():
+    """A link committed by accident (a `data` link to one machine's
+    datasets once was: `data/` in .gitignore matches directories only)
+    breaks `make demo` on every other checkout. Tracked links must be
+    relative and resolve inside the repository."""
+    import os
+    import subprocess
+    from helpers import REPO
+    if not os.path.isdir(os.path.join(REPO, '.git')) and \
+            not os.path.isfile(os.path.join(REPO, '.git')):
+        pytest.skip('not a git checkout (sdist or copied tree)')
+    listing = subprocess.run(['git', 'ls-files', '-s'], cwd=REPO, text=True,
+                             stdout=subprocess.PIPE, check=True).stdout
+    links = [line.split('\t', 1)[1] for line in listing.splitlines()
+             if line.startswith('120000 ')]
+    for path in links:
+        target = os.readlink(os.path.join(REPO, path))
+        assert not os.path.isabs(target), f'{path} -> {target}: absolute'
+        resolved = os.path.realpath(os.path.join(REPO, path))
+        assert resolved.startswith(os.path.realpath(REPO) + os.sep) and \
+            os.path.exists(resolved), f'{path} -> {target}: outside or missing'

@@ -11,12 +11,13 @@ import time
 
 import pytest
 import torch
+import torch.nn as nn
 import torch.nn.functional as F
 
 from helpers import REPO
 from mmvisattn.models.backbones import SwinTransformer
 from mmvisattn.models.layers.window_msa import (GlobalAttention,
-                                                SwinAttention,
+                                                SwinAttention, SwinBlock,
                                                 WindowAttention,
                                                 build_swin_attention)
 from mmvisattn.ops import (orthogonal_random_features, performer_attention,
@@ -438,6 +439,35 @@ def test_bf16_autocast_matches_fp32():
         assert a.shape == b.shape and torch.isfinite(a).all()
         rel = ((a.float() - b).norm() / b.norm()).item()
         assert rel < 0.02, rel
+
+
+@pytest.mark.parametrize('train', [False, True], ids=['eval', 'train'])
+def test_bf16_autocast_keeps_the_residual_stream_in_bf16(train):
+    """Under CPU bf16 autocast the patch embedding's convolution starts the
+    stream in bf16 and nothing returns it to fp32 between blocks (CPU
+    autocast runs LayerNorm in its input's dtype, unlike CUDA autocast):
+    every block, LayerNorm and linear meets and returns bf16, on the eval
+    fast path and in training, and so do the outputs."""
+    model = _small_swin().train(train)
+    seen = []
+
+    def record(module, inputs, output):
+        seen.append((type(module).__name__, inputs[0].dtype, output.dtype))
+
+    hooks = [m.register_forward_hook(record) for m in model.modules()
+             if isinstance(m, (SwinBlock, nn.LayerNorm, nn.Linear))]
+    try:
+        with torch.autocast('cpu', dtype=torch.bfloat16), \
+                torch.set_grad_enabled(train):
+            outs = model(torch.randn(1, 3, 64, 96))
+    finally:
+        for hook in hooks:
+            hook.remove()
+    assert {name for name, *_ in seen} == {'SwinBlock', 'LayerNorm',
+                                           'Linear'}
+    off = [entry for entry in seen if entry[1:] != (torch.bfloat16, ) * 2]
+    assert not off, off
+    assert all(o.dtype == torch.bfloat16 for o in outs)
 
 
 @pytest.mark.parametrize('shift_mode', ['cyclic', 'padding'])

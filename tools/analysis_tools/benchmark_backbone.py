@@ -3,7 +3,7 @@
     python tools/analysis_tools/benchmark_backbone.py [--arch tiny]
         [--infer-shape 800 1216] [--train-shape 512 512] [--repeats 5]
         [--device cpu|cuda] [--infer-batch 1] [--train-batch 1]
-        [--amp-dtype bfloat16|float16]
+        [--amp-dtype bfloat16|float16] [--compile [--compile-backend B]]
 
 Both models carry the same weights (mapped with mmdet's own converter) and
 their outputs are compared first. Timings alternate between the two models
@@ -15,6 +15,16 @@ each against mmdet in fp32, and prints the GEMM rate (1024^3) in fp32 and
 in that dtype measured in the same run, so a kernel's speed-up can be read
 against what the hardware gives. On CUDA each row also prints
 ``torch.cuda.max_memory_allocated``.
+
+``--compile`` adds inference rows for both models compiled by
+``torch.compile`` (inductor, with its ``freezing`` pass: the weights become
+constants of the graph, packed once, so a compiled model must be compiled
+again after its weights change), in the ``--amp-dtype`` dtype or fp32:
+ours compiled against mmdet in eager fp32, and against mmdet compiled the
+same way. Each model's first call (the compilation) is timed and printed.
+``--compile-backend`` names another ``torch.compile`` backend (the tests
+run this path with ``eager``: dynamo's capture without inductor's C++
+compilation).
 """
 import argparse
 import statistics
@@ -89,6 +99,30 @@ def compare(name, ours_fn, theirs_fn, repeats, labels=('mmvisattn', 'mmdet')):
     return a / b
 
 
+def compiled_rows(ours, theirs, infer, shape, amp, args):
+    """Inference of both models compiled by inductor with frozen weights
+    (the deployment setting), in ``amp`` (or fp32): ours against mmdet in
+    eager fp32 and against mmdet compiled the same way."""
+    import torch._inductor.config as inductor_config
+
+    # frozen weights: inductor folds them into the graph and packs them for
+    # its GEMMs once (inference graphs only: eval, no_grad)
+    inductor_config.freezing = True
+    dtype = args.amp_dtype or 'float32'
+    compiled = {}
+    for label, model in (('mmvisattn', ours), ('mmdet', theirs)):
+        compiled[label] = torch.compile(model, backend=args.compile_backend)
+        seconds = timed(infer(compiled[label], amp))
+        print(f'compiled {label} ({dtype}, {args.compile_backend}): first '
+              f'call (compilation) {seconds:.1f}s', flush=True)
+    name = f'inference {"x".join(map(str, shape))} compiled'
+    compare(f'{name} ours {dtype} vs mmdet fp32 eager',
+            infer(compiled['mmvisattn'], amp), infer(theirs), args.repeats)
+    compare(f'{name} ours vs mmdet, both {dtype} compiled',
+            infer(compiled['mmvisattn'], amp), infer(compiled['mmdet'], amp),
+            args.repeats)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument('--arch', default='tiny',
@@ -103,6 +137,11 @@ def main():
     parser.add_argument('--train-batch', type=int, default=1)
     parser.add_argument('--amp-dtype', choices=('bfloat16', 'float16'),
                         help='also time both models under autocast')
+    parser.add_argument('--compile', action='store_true',
+                        help='also time inference of both models compiled '
+                        'by torch.compile (inductor, frozen weights)')
+    parser.add_argument('--compile-backend', default='inductor',
+                        help='torch.compile backend for --compile')
     args = parser.parse_args()
     global DEVICE
     DEVICE = args.device
@@ -151,6 +190,8 @@ def main():
                     labels=(f'mmdet-{args.amp_dtype}', 'mmdet'))
 
     rows('inference', infer, x.shape)
+    if args.compile:
+        compiled_rows(ours, theirs, infer, x.shape, amp, args)
 
     y = torch.randn(args.train_batch, 3, *args.train_shape, device=DEVICE)
     ours.train(), theirs.train()
