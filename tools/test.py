@@ -26,7 +26,8 @@ from mmvisattn.checkpoint import (CheckpointError, read_checkpoint,
                                   verify_checkpoint)
 # helpers the tools share (tools/tool_common.py, not part of the package)
 sys.path.insert(0, osp.dirname(osp.abspath(__file__)))
-from tool_common import parse_tool_args, prepare_config  # noqa: E402
+from tool_common import (close_distributed, parse_tool_args,  # noqa: E402
+                         prepare_config)
 
 
 def parse_args():
@@ -110,6 +111,7 @@ def run(args):
     # (mmvisattn/setup_env.py, 4.; fp16 and fp32 are untouched)
     with mmcv_ops_fp32_under_bf16() if args.amp else nullcontext():
         runner.test()
+    close_distributed()
 
 
 if __name__ == '__main__':

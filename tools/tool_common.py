@@ -74,3 +74,14 @@ def median_ms(fn, iters: int, warmup: int) -> float:
         fn()
         times.append(time.perf_counter() - start)
     return 1000 * statistics.median(times)
+
+
+def close_distributed() -> None:
+    """Destroy the default process group at the end of a tool's run, where
+    one is up. Left to interpreter exit, a rank can abort after its work
+    is done ("terminate called without an active exception", exit code -6:
+    seen once for tools/dist_test.sh on a loaded machine, its metrics
+    already printed), and torchrun then fails the whole job."""
+    import torch.distributed as dist
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()

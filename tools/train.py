@@ -36,7 +36,8 @@ from mmvisattn.engine import fault_tolerant_training
 from mmvisattn.checkpoint import (latest_complete_checkpoint, remove_partials)
 # helpers the tools share (tools/tool_common.py, not part of the package)
 sys.path.insert(0, osp.dirname(osp.abspath(__file__)))
-from tool_common import parse_tool_args, prepare_config  # noqa: E402
+from tool_common import (close_distributed, parse_tool_args,  # noqa: E402
+                         prepare_config)
 
 
 def parse_args():
@@ -131,6 +132,7 @@ def main():
     runner = RUNNERS.build(cfg) if 'runner_type' in cfg else \
         Runner.from_cfg(cfg)
     runner.train()
+    close_distributed()
 
 
 if __name__ == '__main__':
