@@ -4,6 +4,7 @@
 compiled ops under a bf16 autocast (they have no bf16 kernels). The CUDA
 side (fp16 ``AmpOptimWrapper``) is in test_cuda.py."""
 import importlib.util
+import os
 import os.path as osp
 import subprocess
 import sys
@@ -288,13 +289,30 @@ def test_train_and_test_tools_with_amp_on_a_cpu(seg_data, tmp_path):
 
 
 @pytest.mark.slow
-def test_gpu_check_script_and_the_apis_it_calls():
+def test_gpu_check_script_and_the_apis_it_calls(tmp_path):
     """gpu_check.sh is prepared for a GPU machine but checked here: its
-    syntax, the flags it passes to each tool, the CUDA test module it runs
-    (collected, every test present), and the benchmark's batch, autocast
-    and compiled paths on the CPU at a tiny size."""
+    syntax and that of the scripts it runs, its split of the CUDA tests
+    (a run of the part that needs no compiled ops, every test skipped
+    here, and the report's account of the missing CUDA ops), the flags it
+    passes to each tool, the CUDA test module it runs (collected, every
+    test present), and the benchmark's batch, autocast and compiled paths
+    on the CPU at a tiny size."""
     script = osp.join(REPO, 'tools', 'analysis_tools', 'gpu_check.sh')
-    subprocess.run(['bash', '-n', script], check=True)
+    for path in (script, osp.join(REPO, 'tools', 'build_mmcv.sh'),
+                 osp.join(REPO, 'tools', 'analysis_tools',
+                          'gpu_wheelhouse.sh')):
+        subprocess.run(['bash', '-n', path], check=True)
+    report = tmp_path / 'report.txt'
+    run = None if torch.cuda.is_available() else subprocess.run(
+        ['bash', script, str(report)], cwd=REPO, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True, timeout=600,
+        env=dict(os.environ, GPU_CHECK_PARTS='gpu-tests op-tests'))
+    if run is not None:  # on a GPU machine gpu_check.sh runs for real
+        assert run.returncode == 0, run.stdout[-3000:]
+        text = report.read_text()
+        assert '== gpu-tests (no compiled ops): exit 0' in text, text[-3000:]
+        assert ' passed' not in text and ' skipped' in text, text[-3000:]
+        assert 'mmcv has no CUDA ops' in text and 'op-tests (' not in text
     text = open(script).read()
     helps = {
         tool: subprocess.run(

@@ -55,9 +55,9 @@ def no_tf32():
      torch.backends.cudnn.allow_tf32) = old
 
 
-def _pair(name):
+def _pair(name, **overrides):
     torch.manual_seed(0)
-    cpu = MODELS.build(copy.deepcopy(VARIANTS[name]))
+    cpu = MODELS.build(dict(copy.deepcopy(VARIANTS[name]), **overrides))
     cpu.init_weights()
     gpu = copy.deepcopy(cpu).cuda()
     return cpu, gpu
@@ -74,8 +74,10 @@ def _close(got, want, tol, what):
 @pytest.mark.parametrize('name', sorted(VARIANTS))
 def test_forward_and_backward_equal_the_cpu(name, dtype):
     """Eval (the scatter-add fast path into an fp32 residual under
-    autocast) and a training backward, against the CPU in fp32."""
-    cpu, gpu = _pair(name)
+    autocast) and a training backward, against the CPU in fp32. Without
+    stochastic depth: the CPU and CUDA generators drop different blocks
+    (the gradients then differ by 2-94%, seen on an H200)."""
+    cpu, gpu = _pair(name, drop_path_rate=0.)
     x = torch.randn(2, 3, 128, 128)
     cast = DTYPES[dtype]
     cpu.eval(), gpu.eval()

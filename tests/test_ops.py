@@ -230,3 +230,33 @@ def test_linear_packs_only_where_packing_pays(monkeypatch, amp):
         for out, x in ((out_short, short), (out_full, full), (again, short)):
             torch.testing.assert_close(out.float(), lin(x).float(), **tol)
         assert fast_linear(full, lin).dtype == dtype and len(packs) == 1
+
+
+def test_attention_masks_reach_sdpa_with_a_unit_last_stride(monkeypatch):
+    """CUDA's fused SDPA kernels take a mask only with its last dimension at
+    stride 1; the relative position bias once arrived as a permuted view
+    (stride `heads`), and on an H200 every unshifted window block fell back
+    to the math kernel. The CPU kernel accepts any stride, so this is
+    checked on what every backbone hands to SDPA."""
+    import copy
+
+    import torch.nn.functional as F
+
+    from helpers.backbones import AUTOCAST_BACKBONES
+    from mmvisattn.registry import MODELS
+    seen = []
+    sdpa = F.scaled_dot_product_attention
+
+    def recording_sdpa(q, k, v, attn_mask=None, *args, **kwargs):
+        if attn_mask is not None:
+            seen.append((name, tuple(attn_mask.shape), attn_mask.stride()))
+        return sdpa(q, k, v, attn_mask, *args, **kwargs)
+
+    monkeypatch.setattr(F, 'scaled_dot_product_attention', recording_sdpa)
+    for name, cfg in AUTOCAST_BACKBONES.items():
+        model = MODELS.build(copy.deepcopy(cfg)).eval()
+        with torch.no_grad():
+            model(torch.randn(1, 3, 64, 64))
+    assert {n for n, *_ in seen} >= {'swin-cyclic', 'rswatt'}, seen
+    strided = [s for s in seen if s[2][-1] != 1]
+    assert not strided, strided

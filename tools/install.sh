@@ -111,19 +111,7 @@ if [ $rebuild = 1 ] || { lacks mmcv.ops && ! have mmcv.ops; }; then
   changed=1
   $PIPI -q "mmengine==0.10.7"
   echo "[install] building mmcv==$MMCV_VERSION with compiled ops from source (about 13 minutes on 2 cores; CUDA ops: $force_cuda)"
-  work=$(mktemp -d)
-  trap 'rm -rf "$work"' EXIT
-  $PIP download -q --no-deps --no-binary=:all: --no-build-isolation --no-cache-dir -d "$work" "mmcv==$MMCV_VERSION"
-  tar -xzf "$work"/mmcv-$MMCV_VERSION.tar.gz -C "$work"
-  # torch>=2.10 headers require C++20; mmcv 2.1.0 hard-codes -std=c++17.
-  sed -i 's/-std=c++14/-std=c++20/g; s/-std=c++17/-std=c++20/g' "$work/mmcv-$MMCV_VERSION/setup.py"
-  # built as a wheel first, installed only once it exists: a failed build leaves any
-  # installed mmcv as it was
-  (cd "$work/mmcv-$MMCV_VERSION" && \
-    MMCV_WITH_OPS=1 FORCE_CUDA=$force_cuda MAX_JOBS=${MAX_JOBS:-$(nproc 2>/dev/null || echo 2)} \
-    $PIP wheel -q --no-build-isolation --no-deps --no-cache-dir -w "$work/dist" .)
-  $PIPI -q --no-deps --force-reinstall "$work"/dist/mmcv-*.whl
-  rm -rf "$work"
+  MMCV_FORCE_CUDA=$force_cuda PYTHON="$PY" bash "$ROOT/tools/build_mmcv.sh"
   have mmcv.ops || { echo "[install] ERROR: mmcv.ops still does not import after the build" >&2; exit 1; }
 fi
 

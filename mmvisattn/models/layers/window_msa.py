@@ -244,7 +244,10 @@ class SwinAttention(BaseModule):
             return None
         N = self.window_size**2
         rows = self._bias_table_rows(self.relative_position_index.view(-1))
-        return rows.view(N, N, self.num_heads).permute(2, 0, 1)
+        # contiguous: CUDA's fused SDPA kernels refuse a mask whose last
+        # dimension is strided (this permuted view's is `heads`) and fall
+        # back to the math kernel (seen on an H200, tests/test_cuda.py)
+        return rows.view(N, N, self.num_heads).permute(2, 0, 1).contiguous()
 
     def sliding_bias(self, device) -> Optional[torch.Tensor]:
         """(heads, M*M) bias of each neighbour offset, or None."""
