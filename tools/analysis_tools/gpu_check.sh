@@ -84,8 +84,9 @@ fi
 if wants install && [ -n "$wheelhouse" ]; then
   ops=$(cuda_ops)
   if [ "$ops" = none ] || [ "$ops" = "not available" ]; then
-    # verbose: the report's tail of the build then shows ninja's progress ([done/total]) or the error
-    section "mmcv build" "$budget" "${build_env[@]}" PIP_VERBOSE=1 bash tools/build_mmcv.sh
+    # PIP_VERBOSE=2 against build_mmcv.sh's -q is pip -v, which shows the build's own output: the
+    # report's tail then has ninja's progress ([done/total]) or the error
+    section "mmcv build" "$budget" "${build_env[@]}" PIP_VERBOSE=2 bash tools/build_mmcv.sh
   fi
 fi
 ops=$(cuda_ops)
