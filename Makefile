@@ -1,7 +1,7 @@
 # Two commands on a fresh machine (each installs what is missing first):
 #   make demo   train + evaluate Cascade Mask R-CNN Swin-T on generated shapes
 #   make test   the test suite (what CI runs)
-#   make test-fast   the fast tier, before every commit (docs/testing.md)
+#   make test-fast   lint (ruff) and the fast tier, before every commit (docs/testing.md)
 PYTHON ?= python3
 # The recipes' commands (and the launch scripts the tests start) run this interpreter.
 export PYTHON
@@ -29,4 +29,5 @@ test: install
 	$(PYTEST) --whole-suite -v
 
 test-fast: install
+	$(PYTHON) -m ruff check .
 	$(PYTEST) -m "not slow and not gpu"

@@ -42,7 +42,11 @@ setup(
     description='Swin, TNT and RSWAtt backbones for mmdet and mmsegmentation',
     long_description=open(osp.join(HERE, 'README.md')).read(),
     long_description_content_type='text/markdown',
-    packages=find_packages(exclude=('configs', 'tools', 'tests')),
+    # the tools' shared helpers install beside the runtime package, so
+    # every tool imports them without editing sys.path
+    packages=find_packages(exclude=('configs', 'tools', 'tests')) +
+    ['mmvisattn_tools'],
+    package_dir={'mmvisattn_tools': 'tools/mmvisattn_tools'},
     package_data={'mmvisattn': mim_files()},
     include_package_data=True,
     python_requires='>=3.8',

@@ -15,19 +15,18 @@ would otherwise only warn and draw the guesses of random weights.
 """
 import argparse
 import os.path as osp
-import sys
 
 import mmcv
 import torch
 from mmengine.config import Config
 
 import mmvisattn  # noqa: F401  (registry, safe loading of our checkpoints)
-from mmvisattn.checkpoint import (CheckpointError, read_checkpoint,
-                                  verify_checkpoint)
-# helpers the tools share (tools/tool_common.py, not part of the package)
-sys.path.insert(
-    0, osp.join(osp.dirname(osp.abspath(__file__)), '..', 'tools'))
-from tool_common import config_scope  # noqa: E402
+from mmvisattn.checkpoint import (
+    CheckpointError,
+    read_checkpoint,
+    verify_checkpoint,
+)
+from mmvisattn_tools.common import config_scope  # noqa: E402
 
 
 def parse_args(argv=None):

@@ -20,14 +20,14 @@ from typing import Dict, Optional, Sequence, Type
 from mmengine.registry import HOOKS as MMENGINE_HOOKS
 from mmengine.registry import MODEL_WRAPPERS as MMENGINE_MODEL_WRAPPERS
 from mmengine.registry import MODELS as MMENGINE_MODELS
-from mmengine.registry import \
-    OPTIM_WRAPPER_CONSTRUCTORS as MMENGINE_OPTIM_WRAPPER_CONSTRUCTORS
+from mmengine.registry import (
+    OPTIM_WRAPPER_CONSTRUCTORS as MMENGINE_OPTIM_WRAPPER_CONSTRUCTORS,
+)
 from mmengine.registry import OPTIM_WRAPPERS as MMENGINE_OPTIM_WRAPPERS
 from mmengine.registry import TASK_UTILS as MMENGINE_TASK_UTILS
 from mmengine.registry import Registry
 
-from mmvisattn.utils.optional import (OPTIONAL_DEPENDENCIES,
-                                      missing_dependency)
+from mmvisattn.utils.optional import OPTIONAL_DEPENDENCIES, missing_dependency
 
 
 class _Registry(Registry):

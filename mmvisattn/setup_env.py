@@ -14,34 +14,24 @@ idempotent):
    ``MODULE2PACKAGE['mmvisattn']`` is added so ``mmvisattn::`` configs
    resolve, and ``mmengine.config.config.get_installed_path`` /
    ``is_installed`` (the names mmengine's ``Config`` calls; not
-   ``mmengine.utils``'s) are wrapped: they answer through importlib (the
-   folder of the imported module) for the packages
-   :func:`uses_importlib_lookup` names -- ``mmvisattn`` itself, a package
-   mmengine's ``<distribution location>/<name>`` rule places in a folder
-   that does not exist (a PEP 660 editable install), and every package
-   once ``pkg_resources`` is gone (setuptools>=81) -- and call mmengine's
-   own functions for every other package, silencing only during that call
-   the ``pkg_resources`` deprecation warning they raise.
-3. mmengine's ``AmpOptimWrapper.optim_context`` and ``.backward``
-   (:func:`scope_mmcv_ops_fp32_to_bf16_amp`): when the wrapper's
-   ``cast_dtype`` is bfloat16 -- ``type='AmpOptimWrapper',
-   dtype='bfloat16'`` or ``dtype=torch.bfloat16``, however the config
-   names it, any subclass that calls these methods, ``tools/train.py
-   --amp-dtype bfloat16`` -- they run inside item 4's context; with fp16,
-   fp32 or the default dtype they are mmengine's, unchanged.
+   ``mmengine.utils``'s) are wrapped to answer through importlib (the
+   folder of the imported module) for ``mmvisattn`` alone, whose editable
+   install mmengine's rule cannot find; every other package gets
+   mmengine's own function, unchanged.
 
-Not at import, each only inside the scope that needs it:
+Not at import: only inside the scope that needs it.
 
-4. mmcv's compiled ops under a bf16 autocast
+3. mmcv's compiled ops under a bf16 autocast
    (:func:`mmcv_ops_fp32_under_bf16`, a context): mmcv's kernels (NMS,
    RoIAlign, deformable convs, ...) have no bf16 version ("not implemented
    for 'BFloat16'"), so inside the context the ``forward`` and
    ``backward`` of every autograd function in ``mmcv.ops`` are wrapped to
    run in fp32 while a bf16 autocast is active (CPU or CUDA) and hand bf16
    back, as autocast itself does for the ops on its fp32 list; fp16 and no
-   autocast reach the kernels unchanged. Entered by a bf16
-   ``AmpOptimWrapper`` (item 3) and ``mmvisattn.BF16OptimWrapper`` in
-   their ``optim_context`` and ``backward``, and by ``tools/test.py
+   autocast reach the kernels unchanged. Entered by the wrappers a config
+   or ``tools/train.py --amp`` names, ``mmvisattn.AmpOptimWrapper`` in
+   bf16 and ``mmvisattn.BF16OptimWrapper`` (``mmvisattn/engine/amp.py``),
+   in their ``optim_context`` and ``backward``, and by ``tools/test.py
    --amp`` around the test run. When the last context is left the
    original ``forward`` is put back, and the original ``backward`` as soon
    as no autograd node whose forward ran in fp32 is alive any more (its
@@ -49,9 +39,9 @@ Not at import, each only inside the scope that needs it:
    graph backpropagated after the context still gets fp32 gradients).
    Nothing is wrapped outside these scopes, and nothing at all without
    mmcv's compiled ops (mmcv-lite).
-5. instaboostfast's ``binary_mask_to_polygon`` (:func:`patch_instaboostfast`,
-   called when ``mmvisattn.InstaBoost`` is built): its only release breaks
-   on numpy>=1.24 (see ``mmvisattn/datasets/transforms.py``).
+
+instaboostfast's fix is not here: it is applied when an
+``mmvisattn.InstaBoost`` is built (``mmvisattn/datasets/transforms.py``).
 
 Nothing else: registries are children of mmengine's (``mmvisattn/registry.py``)
 and add no entries to other libraries' registries; training hooks are named
@@ -61,10 +51,8 @@ import contextlib
 import functools
 import importlib.metadata
 import importlib.util
-import os
 import pickle
 import threading
-import warnings
 import weakref
 from contextlib import contextmanager
 
@@ -150,67 +138,42 @@ def _is_installed(package: str) -> bool:
     return True
 
 
-def _mmengine_rule_finds(package: str) -> bool:
-    """Whether mmengine's own rule names the folder of ``package``: the
-    distribution's location joined with the package or its top-level
-    module name. Not for a PEP 660 editable install (the location is
-    ``site-packages``, the code stays in the checkout); a package without
-    distribution metadata is found by ``find_spec`` there as here."""
-    try:
-        dist = importlib.metadata.distribution(package)
-    except importlib.metadata.PackageNotFoundError:
-        return True
-    location = str(dist.locate_file(''))
-    return any(os.path.isdir(os.path.join(location, name))
-               for name in (package, _top_level_module(package)))
-
-
 def uses_importlib_lookup(package: str) -> bool:
     """Whether mmengine's config lookup of ``package`` goes through
-    :func:`_package_folder` (importlib) instead of mmengine's own
-    ``get_installed_path`` / ``is_installed``: for ``mmvisattn`` itself,
-    for a package mmengine's rule places in a folder that does not exist
-    (an editable install), and for every package where ``pkg_resources``,
-    which mmengine's functions import, is gone (setuptools>=81)."""
-    return (package == 'mmvisattn'
-            or importlib.util.find_spec('pkg_resources') is None
-            or not _mmengine_rule_finds(package))
+    :func:`_package_folder` (importlib): for ``mmvisattn`` only."""
+    return package == 'mmvisattn'
 
 
 def _scoped_lookup(ours, mmengine_lookup):
-    """``mmengine_lookup`` for every package but those
-    :func:`uses_importlib_lookup` names; its ``pkg_resources`` deprecation
-    warning (the API it calls, nothing the user can act on) is silenced
-    during the call only."""
+    """``ours`` for ``mmvisattn``, ``mmengine_lookup`` (unchanged, called
+    as it is) for every other package."""
 
     @functools.wraps(mmengine_lookup)
     def lookup(package):
         if uses_importlib_lookup(package):
             return ours(package)
-        with warnings.catch_warnings():
-            warnings.filterwarnings('ignore', category=UserWarning,
-                                    message='pkg_resources is deprecated')
-            return mmengine_lookup(package)
+        return mmengine_lookup(package)
 
     lookup.mmengine_lookup = mmengine_lookup
     return lookup
 
 
 def register_config_package():
-    """Make ``_base_ = 'mmvisattn::<dir>/<config>.py'`` resolvable, and
-    resolve ``pkg::`` through importlib where mmengine's lookup cannot.
+    """Make ``_base_ = 'mmvisattn::<dir>/<config>.py'`` resolvable.
 
-    mmengine resolves ``pkg::`` only for packages listed in its
-    ``MODULE2PACKAGE`` table, and finds the package folder through
-    ``pkg_resources`` as ``<distribution location>/<name>``. For a PEP 660
-    editable install (``pip install -e .``, mmvisattn's own way) that is
-    ``site-packages/<name>``, which does not exist (the code stays in the
-    checkout); the folder of the imported module is the one mmengine means.
+    Why the two lookups are wrapped, and only for ``mmvisattn``: mmengine
+    resolves ``pkg::`` only for packages listed in its ``MODULE2PACKAGE``
+    table, and finds the package folder through ``pkg_resources`` as
+    ``<distribution location>/<name>``. For a PEP 660 editable install
+    (``pip install -e .``, this project's own way) that is
+    ``site-packages/mmvisattn``, which does not exist (the code stays in
+    the checkout), and mmengine has no hook to say otherwise. So
     ``mmengine.config.config``'s ``get_installed_path`` and
-    ``is_installed`` become :func:`_scoped_lookup` wrappers that answer
-    through importlib for the packages :func:`uses_importlib_lookup`
-    names and call mmengine's own functions for every other one
-    (idempotent). The configs live in ``mmvisattn/.mim/configs``.
+    ``is_installed`` (the names its ``Config`` calls) become
+    :func:`_scoped_lookup` wrappers that answer through importlib (the
+    folder of the imported module) for ``mmvisattn`` and call mmengine's
+    own function, unchanged, for every other package (idempotent). The
+    configs live in ``mmvisattn/.mim/configs``.
     """
     import mmengine.config.config as mmengine_config
     from mmengine.config.utils import MODULE2PACKAGE
@@ -222,37 +185,10 @@ def register_config_package():
             setattr(mmengine_config, name, _scoped_lookup(ours, current))
 
 
-def _binary_mask_to_polygon(binary_mask, tolerance=0):
-    """instaboostfast's ``binary_mask_to_polygon``, one contour at a time."""
-    from instaboostfast.pycococreater import close_contour
-    from skimage import measure
-    padded = np.pad(binary_mask, pad_width=1, mode='constant',
-                    constant_values=0)
-    polygons = []
-    for contour in measure.find_contours(padded, 0.5):
-        contour = close_contour(np.subtract(contour, 1))
-        contour = measure.approximate_polygon(contour, tolerance)
-        if len(contour) < 3:
-            continue
-        segmentation = np.flip(contour, axis=1).ravel().tolist()
-        # padding then subtracting 1 can leave -0.5 coordinates
-        polygons.append([max(0, v) for v in segmentation])
-    return polygons
-
-
-def patch_instaboostfast():
-    """Swap the fixed function into instaboostfast (idempotent)."""
-    import instaboostfast.affine_transform as affine_transform
-    import instaboostfast.pycococreater as pycococreater
-    for module in (pycococreater, affine_transform):
-        module.binary_mask_to_polygon = _binary_mask_to_polygon
-
-
 def setup_env():
     """The import-time changes listed in this module's docstring."""
     register_safe_globals()
     register_config_package()
-    scope_mmcv_ops_fp32_to_bf16_amp()
 
 
 # 4. mmcv's compiled ops under a bf16 autocast
@@ -414,35 +350,3 @@ def bf16_scope(optim_wrapper):
     if getattr(optim_wrapper, 'cast_dtype', None) == torch.bfloat16:
         return mmcv_ops_fp32_under_bf16()
     return contextlib.nullcontext()
-
-
-# 3. mmengine's AmpOptimWrapper in bf16
-
-
-def scope_mmcv_ops_fp32_to_bf16_amp():
-    """mmengine's ``AmpOptimWrapper`` (and so every subclass that calls
-    its methods, however a config names it) enters
-    :func:`mmcv_ops_fp32_under_bf16` in ``optim_context`` and ``backward``
-    when its ``cast_dtype`` is bfloat16; fp16 and fp32 wrappers are
-    unchanged (idempotent)."""
-    from mmengine.optim import AmpOptimWrapper
-    optim_context = AmpOptimWrapper.optim_context
-    if getattr(optim_context, 'mmvisattn_bf16_scope', False):
-        return
-    backward = AmpOptimWrapper.backward
-
-    @contextmanager
-    @functools.wraps(optim_context)
-    def scoped_optim_context(self, model):
-        with optim_context(self, model), bf16_scope(self):
-            yield
-
-    @functools.wraps(backward)
-    def scoped_backward(self, loss, **kwargs):
-        with bf16_scope(self):
-            return backward(self, loss, **kwargs)
-
-    scoped_optim_context.mmvisattn_bf16_scope = True
-    scoped_backward.mmvisattn_bf16_scope = True
-    AmpOptimWrapper.optim_context = scoped_optim_context
-    AmpOptimWrapper.backward = scoped_backward

@@ -18,8 +18,13 @@ import sys
 
 import pytest
 
-from helpers import (REPO, SUITE_SIZE_FILE, default_scope_guard,
-                     generate_shapes, run_tools)
+from helpers import (
+    REPO,
+    SUITE_SIZE_FILE,
+    default_scope_guard,
+    generate_shapes,
+    run_tools,
+)
 
 # Scripts the tests launch (tools/dist_train.sh, ...) run the interpreter that
 # runs the tests, not whatever `python` comes first on PATH.

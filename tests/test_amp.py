@@ -4,6 +4,7 @@
 compiled ops under a bf16 autocast (they have no bf16 kernels). The CUDA
 side (fp16 ``AmpOptimWrapper``) is in test_cuda.py."""
 import importlib.util
+import json
 import os
 import os.path as osp
 import subprocess
@@ -15,7 +16,7 @@ import torch
 from mmengine.config import Config
 
 import mmvisattn  # noqa: F401
-from helpers import REPO, generate_shapes
+from helpers import REPO, generate_shapes, load_tool, skip_weight_init
 from helpers.seg_config import small_seg_config, tool_env
 
 
@@ -152,21 +153,21 @@ CPU_ONLY = pytest.mark.skipif(
 
 @CPU_ONLY
 @pytest.mark.parametrize('cfg', [
-    dict(type='AmpOptimWrapper', dtype='bfloat16'),
-    dict(type='AmpOptimWrapper', dtype=torch.bfloat16),
-    dict(type='mmengine.AmpOptimWrapper', dtype='bfloat16'),
-    dict(type='AmpOptimWrapper', dtype='bfloat16', subclass=True),
+    dict(type='mmvisattn.AmpOptimWrapper', dtype='bfloat16'),
+    dict(type='mmvisattn.AmpOptimWrapper', dtype=torch.bfloat16),
+    dict(type='mmvisattn.AmpOptimWrapper', dtype='bfloat16', subclass=True),
     dict(type='mmvisattn.BF16OptimWrapper'),
-], ids=['name', 'torch-dtype', 'scoped-name', 'subclass', 'ours'])
+], ids=['name', 'torch-dtype', 'subclass', 'cpu-bf16'])
 def test_bf16_optim_wrapper_runs_mmcv_ops_in_fp32_inside_its_context_only(
         cfg):
-    """Whatever names a bf16 ``AmpOptimWrapper`` (mmengine's own, a
-    subclass, ours): mmcv's functions are wrapped inside its
-    ``optim_context`` only, a real mmcv op (RoIAlign) runs there in bf16
-    autocast and its backward works in ``update_params`` after it, and
-    afterwards mmcv's classes hold their own forward/backward again."""
-    from mmengine.optim import AmpOptimWrapper
+    """A bf16 wrapper of ours, however named (a subclass too): mmcv's
+    functions are wrapped inside its ``optim_context`` only, a real mmcv op
+    (RoIAlign) runs there in bf16 autocast and its backward works in
+    ``update_params`` after it, and afterwards mmcv's classes hold their
+    own forward/backward again."""
     from mmengine.runner.amp import autocast
+
+    from mmvisattn.engine import AmpOptimWrapper
     originals = _mmcv_originals()
     _assert_untouched(originals)
     model = torch.nn.Conv2d(8, 8, 1)
@@ -199,22 +200,28 @@ def test_bf16_optim_wrapper_runs_mmcv_ops_in_fp32_inside_its_context_only(
                   torch.tensor([[0, 1., 1., 9., 12.]]), (7, 7), 1.0, 0)
 
 
-@pytest.mark.parametrize('dtype', ['float16', None])
-def test_fp16_and_default_amp_optim_wrapper_leave_mmcv_alone(dtype,
-                                                            monkeypatch):
-    """(mmengine's autocast is stubbed: CPU autocast has no fp16.)"""
+@pytest.mark.parametrize('type_', ['mmvisattn.AmpOptimWrapper',
+                                   'AmpOptimWrapper'])
+@pytest.mark.parametrize('dtype', ['float16', None, 'bfloat16'])
+def test_fp16_default_and_mmengines_amp_optim_wrapper_leave_mmcv_alone(
+        dtype, type_, monkeypatch):
+    """Ours in fp16 and by default, and mmengine's own in any dtype (it is
+    mmengine's, unchanged by the import), never touch mmcv. (mmengine's
+    autocast is stubbed: CPU autocast has no fp16.)"""
     import contextlib
 
     import mmengine.runner.amp
+    if dtype == 'bfloat16' and type_.startswith('mmvisattn'):
+        pytest.skip('ours in bf16: the test above')
     originals = _mmcv_originals()
     model = torch.nn.Conv2d(8, 8, 1)
-    wrapper = _amp_optim_wrapper(model, type='AmpOptimWrapper', dtype=dtype)
+    wrapper = _amp_optim_wrapper(model, type=type_, dtype=dtype)
     asked = []
     monkeypatch.setattr(mmengine.runner.amp, 'autocast', lambda **kw: (
         asked.append(kw), contextlib.nullcontext())[1])
     with wrapper.optim_context(model):
         _assert_untouched(originals)
-    assert asked == [dict(dtype=None if dtype is None else torch.float16)]
+    assert asked == [dict(dtype=dtype and getattr(torch, dtype))]
     from mmengine.optim import build_optim_wrapper
     plain = build_optim_wrapper(model, dict(
         type='OptimWrapper', optimizer=dict(type='SGD', lr=0.1)))
@@ -228,8 +235,7 @@ def test_a_graph_built_inside_backpropagates_after_the_context():
     original backward returns once the graph is dropped."""
     from mmcv.ops import roi_align
 
-    from mmvisattn.setup_env import (mmcv_ops_fp32_state,
-                                     mmcv_ops_fp32_under_bf16)
+    from mmvisattn.setup_env import mmcv_ops_fp32_state, mmcv_ops_fp32_under_bf16
     originals = _mmcv_originals()
     x = torch.rand(1, 8, 16, 16, requires_grad=True)
     with mmcv_ops_fp32_under_bf16(), \
@@ -243,17 +249,6 @@ def test_a_graph_built_inside_backpropagates_after_the_context():
     assert torch.isfinite(x.grad).all() and x.grad.abs().sum() > 0
     del out
     _assert_untouched(originals)
-
-
-def test_amp_optim_wrapper_patch_is_idempotent():
-    from mmengine.optim import AmpOptimWrapper
-
-    from mmvisattn.setup_env import scope_mmcv_ops_fp32_to_bf16_amp
-    methods = AmpOptimWrapper.optim_context, AmpOptimWrapper.backward
-    assert all(m.mmvisattn_bf16_scope for m in methods)
-    scope_mmcv_ops_fp32_to_bf16_amp()
-    assert (AmpOptimWrapper.optim_context, AmpOptimWrapper.backward) == \
-        methods
 
 
 @pytest.fixture(scope='module')
@@ -291,47 +286,83 @@ def test_train_and_test_tools_with_amp_on_a_cpu(seg_data, tmp_path):
 @pytest.mark.slow
 def test_gpu_check_script_and_the_apis_it_calls(tmp_path):
     """gpu_check.sh is prepared for a GPU machine but checked here: its
-    syntax and that of the scripts it runs, its split of the CUDA tests
-    (a run of the part that needs no compiled ops, every test skipped
-    here, and the report's account of the missing CUDA ops), the flags it
-    passes to each tool, the CUDA test module it runs (collected, every
-    test present), and the benchmark's batch, autocast and compiled paths
-    on the CPU at a tiny size."""
+    syntax and that of the scripts it runs; without a GPU, a run that
+    tests mmcv's ops on the CPU and reports sections 2-5 as not run; a
+    rehearsal of the segmentor section on the CPU (each probe, its figures,
+    the ratios); the detector runs' configs as the probe prepares them
+    (mmdet's backbone swapped in or only ``type`` changed, one fixed
+    Resize, no validation or checkpoints); the flags it passes to each
+    tool; the CUDA test module it runs (collected) and the benchmark's
+    batch, autocast and compiled paths on the CPU at a tiny size."""
     script = osp.join(REPO, 'tools', 'analysis_tools', 'gpu_check.sh')
     for path in (script, osp.join(REPO, 'tools', 'build_mmcv.sh'),
                  osp.join(REPO, 'tools', 'analysis_tools',
                           'gpu_wheelhouse.sh')):
         subprocess.run(['bash', '-n', path], check=True)
-    report = tmp_path / 'report.txt'
-    run = None if torch.cuda.is_available() else subprocess.run(
-        ['bash', script, str(report)], cwd=REPO, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True, timeout=600,
-        env=dict(os.environ, GPU_CHECK_PARTS='gpu-tests op-tests'))
-    if run is not None:  # on a GPU machine gpu_check.sh runs for real
+    env = dict(os.environ, GPU_CHECK_DATA=str(tmp_path / 'data'),
+               GPU_CHECK_PARTS='ops detector segmentor benchmark precisions '
+               'cuda-tests')
+    if not torch.cuda.is_available():  # on a GPU machine it runs for real
+        report = tmp_path / 'report.txt'
+        run = subprocess.run(
+            ['bash', script, str(report)], cwd=REPO, env=env, text=True,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
         assert run.returncode == 0, run.stdout[-3000:]
         text = report.read_text()
-        assert '== gpu-tests (no compiled ops): exit 0' in text, text[-3000:]
-        assert ' passed' not in text and ' skipped' in text, text[-3000:]
-        assert 'mmcv has no CUDA ops' in text and 'op-tests (' not in text
+        assert '== ops (mmcv CPU and CUDA): exit 0' in text, text[-3000:]
+        assert ' passed' in text and 'needs a CUDA GPU' in text
+        assert ('sections 2-5 (detector, segmentor, benchmark, precisions, '
+                'cuda-tests) are not run') in text
+        assert '== cascade' not in text and '== benchmark' not in text
+        assert 'gpu_check done' in text and '(none)' in text
+        # section 3 rehearsed on the CPU: tiny, bf16 for fp16
+        rehearsal = tmp_path / 'rehearsal.txt'
+        run = subprocess.run(
+            ['bash', script, str(rehearsal)], cwd=REPO, text=True,
+            env=dict(env, GPU_CHECK_PARTS='segmentor',
+                     GPU_CHECK_REHEARSAL='1'),
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=900)
+        assert run.returncode == 0, run.stdout[-3000:]
+        text = rehearsal.read_text()
+        for name in ('upernet-mmseg-bfloat16', 'upernet-ours-bfloat16',
+                     'upernet-mmseg-type-ours-bfloat16'):
+            assert f'== {name}: exit 0' in text, text[-3000:]
+            with open(tmp_path / 'rehearsal_logs' / f'{name}.json') as f:
+                figures = json.load(f)
+            assert figures['iterations'] == 2 and figures['s_per_iter'] > 0
+            assert figures['sizes'] == ['64x64']
+            assert figures['nonfinite_losses'] == figures['skipped_steps'] \
+                == []
+        assert text.count('ratio mmvisattn/peer (mmvisattn.SwinTransformer'
+                          ' / mmseg.SwinTransformer, bfloat16): s/iter') == 2
+    _check_probe_configs(tmp_path)
     text = open(script).read()
     helps = {
         tool: subprocess.run(
             [sys.executable, tool, '--help'], cwd=REPO, check=True,
             stdout=subprocess.PIPE, text=True).stdout
         for tool in ('tools/analysis_tools/benchmark_backbone.py',
+                     'tools/analysis_tools/gpu_train_probe.py',
                      'tools/train.py')
     }
     for flag in ('--device', '--infer-batch', '--train-batch',
                  '--amp-dtype', '--infer-shape', '--train-shape'):
         assert flag in text and flag in helps[
             'tools/analysis_tools/benchmark_backbone.py'], flag
+    for flag in ('--data-root', '--iters', '--warmup', '--batch-size',
+                 '--amp-dtype', '--mmdet-backbone', '--fixed-scale',
+                 '--json', '--against', '--work-dir', '--cfg-options'):
+        assert flag in text and flag in helps[
+            'tools/analysis_tools/gpu_train_probe.py'], flag
     assert '--amp' in helps['tools/train.py']
     collected = subprocess.run(
         [sys.executable, '-m', 'pytest', 'tests/test_cuda.py',
-         '--collect-only', '-q'], cwd=REPO, stdout=subprocess.PIPE,
-        text=True)
+         'tests/test_mmcv_ops.py', '--collect-only', '-q'], cwd=REPO,
+        stdout=subprocess.PIPE, text=True)
     assert collected.returncode == 0, collected.stdout[-3000:]
     assert 'test_cascade_and_upernet_train_and_test_with_amp' in \
+        collected.stdout
+    assert 'test_cuda_op_equals_the_cpu[sigmoid_focal_loss-fp16]' in \
         collected.stdout
     bench = subprocess.run(
         [sys.executable, 'tools/analysis_tools/benchmark_backbone.py',
@@ -346,3 +377,56 @@ def test_gpu_check_script_and_the_apis_it_calls(tmp_path):
     # the compiled rows' plumbing (inductor itself: docs/benchmarks.md)
     assert ('inference 2x3x32x32 compiled ours vs mmdet, both bfloat16 '
             'compiled') in bench.stdout
+
+
+def _check_probe_configs(tmp_path):
+    """gpu_train_probe.py's configs for section 2, prepared and their
+    backbones built: the paper's Cascade config with mmdet's backbone and
+    one fixed Resize, mmdet's Mask R-CNN Swin-T with only ``type``
+    changed."""
+    from mmdet.models.backbones import SwinTransformer as MMDetSwin
+    from mmdet.registry import MODELS
+
+    from mmvisattn.models.backbones import SwinTransformer
+    probe = load_tool(osp.join('tools', 'analysis_tools',
+                               'gpu_train_probe.py'))
+    data = generate_shapes(str(tmp_path / 'shapes'), num_train=2,
+                           num_val=1, size=(32, 48))
+    cascade = osp.join(REPO, 'configs', 'cascade_swin_t_coco.py')
+    args = probe.parse_args([cascade, '--data-root', data,
+                             '--mmdet-backbone', '--fixed-scale', '1333',
+                             '800', '--amp-dtype', 'float32'])
+    cfg = probe.prepare(probe.load_config(args.config), args)
+    backbone = cfg.model.backbone.to_dict()
+    assert backbone['type'] == 'mmdet.SwinTransformer'
+    assert (backbone['embed_dims'], tuple(backbone['depths']),
+            tuple(backbone['num_heads']), backbone['window_size'],
+            backbone['drop_path_rate'], backbone['init_cfg']) == \
+        (96, (2, 2, 6, 2), (3, 6, 12, 24), 7, 0.2, None)
+    with skip_weight_init():
+        assert type(MODELS.build(cfg.model.backbone)) is MMDetSwin
+    dataset = cfg.train_dataloader.dataset
+    assert [step['type'] for step in dataset.pipeline] == [
+        'LoadImageFromFile', 'LoadAnnotations', 'RandomFlip', 'Resize',
+        'PackDetInputs']
+    assert dataset.pipeline[3]['scale'] == (1333, 800)
+    assert dataset.data_root == data and \
+        dataset.metainfo['classes'] == ('square', 'circle', 'triangle')
+    assert cfg.train_dataloader.batch_size == 2
+    assert cfg.train_cfg == dict(type='IterBasedTrainLoop', max_iters=20,
+                                 val_interval=21)
+    assert cfg.val_cfg is None and cfg.default_hooks.checkpoint is None
+    assert [s['type'] for s in cfg.param_scheduler] == ['LinearLR']
+    assert cfg.optim_wrapper.type == 'OptimWrapper'
+    args = probe.parse_args([
+        'mmdet::swin/mask-rcnn_swin-t-p4-w7_fpn_1x_coco.py', '--data-root',
+        data, '--amp-dtype', 'bfloat16', '--cfg-options',
+        'model.backbone.type=mmvisattn.SwinTransformer'])
+    cfg = probe.prepare(probe.load_config(args.config), args)
+    assert cfg.model.backbone.type == 'mmvisattn.SwinTransformer'
+    assert cfg.model.backbone.embed_dims == 96
+    with skip_weight_init():
+        assert type(MODELS.build(cfg.model.backbone)) is SwinTransformer
+    # --amp-dtype as tools/train.py sets it (bf16 on a CPU)
+    assert cfg.optim_wrapper.type in ('mmvisattn.AmpOptimWrapper',
+                                      'mmvisattn.BF16OptimWrapper')

@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 
 import mmvisattn  # noqa: F401
 from helpers import REPO, default_scope_guard, generate_shapes
+from helpers.seg_config import small_seg_config, tool_env
 from mmvisattn.datasets.checks import check_dataloader_files
 from mmvisattn.registry import MODELS
-from helpers.seg_config import small_seg_config, tool_env
 
 DET_DEMO = osp.join(REPO, 'configs', 'demo',
                     'cascade-mask-rcnn_swin-t_shapes.py')
@@ -309,8 +309,8 @@ def test_non_finite_loss_stops_training_before_a_checkpoint(shapes, tmp_path):
         cwd=REPO, env=tool_env(), stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True, timeout=600)
     assert proc.returncode != 0
-    message = [l for l in proc.stdout.splitlines()
-               if l.startswith('FloatingPointError')]
+    message = [line for line in proc.stdout.splitlines()
+               if line.startswith('FloatingPointError')]
     assert message, proc.stdout[-3000:]
     first_bad = int(message[0].split('iteration ')[1].split(':')[0])
     assert 'non-finite loss' in message[0]

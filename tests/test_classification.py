@@ -9,8 +9,14 @@ import pytest
 import torch
 from mmengine.config import Config
 
-from helpers import (REPO, convert_with, load_tool, run_tools,
-                     runner_loss_step, shared_dataset)
+from helpers import (
+    REPO,
+    convert_with,
+    load_tool,
+    run_tools,
+    runner_loss_step,
+    shared_dataset,
+)
 
 CONFIGS = osp.join(REPO, 'configs')
 # The classifier family's run through tools/train.py + tools/test.py; the
@@ -249,6 +255,7 @@ def test_official_classifier_weights_give_timms_logits(rel, timm_name,
     timm = pytest.importorskip('timm')
     from mmengine.registry import DefaultScope
     from mmpretrain.registry import MODELS
+
     from mmvisattn.models.utils import swin_any_to_mmvisattn, swin_to_official
     torch.manual_seed(0)
     reference = timm.create_model(timm_name, pretrained=False).eval()

@@ -15,8 +15,8 @@ import torch
 
 import mmvisattn  # noqa: F401
 from helpers import REPO, generate_shapes
-from mmvisattn.registry import MODELS
 from helpers.backbones import AUTOCAST_BACKBONES
+from mmvisattn.registry import MODELS
 
 pytestmark = [
     pytest.mark.gpu,
@@ -154,7 +154,7 @@ def test_window_attention_runs_on_a_fused_sdpa_kernel(dtype):
 
 
 def test_bf16_amp_optim_wrapper_runs_mmcv_ops_in_fp32_on_cuda():
-    """mmengine's ``AmpOptimWrapper`` in bf16 on CUDA (as ``tools/train.py
+    """``mmvisattn.AmpOptimWrapper`` in bf16 on CUDA (as ``tools/train.py
     --amp-dtype bfloat16`` builds it): mmcv's RoIAlign and NMS, which have
     no bf16 CUDA kernels, run inside its ``optim_context``, the step
     backpropagates through them, and mmcv's functions are their own
@@ -167,7 +167,7 @@ def test_bf16_amp_optim_wrapper_runs_mmcv_ops_in_fp32_on_cuda():
     original = RoIAlignFunction.__dict__['forward']
     model = torch.nn.Conv2d(8, 8, 1).cuda()
     wrapper = build_optim_wrapper(model, dict(
-        type='AmpOptimWrapper', dtype='bfloat16',
+        type='mmvisattn.AmpOptimWrapper', dtype='bfloat16',
         optimizer=dict(type='SGD', lr=0.1)))
     rois = torch.tensor([[0, 1., 1., 9., 12.]], device='cuda')
     boxes = torch.tensor([[0, 0, 10, 10], [1, 1, 10, 10], [20, 20, 30, 30.]],
@@ -237,6 +237,7 @@ def test_cascade_and_upernet_train_and_test_with_amp(shapes, tmp_path,
         work = str(tmp_path / osp.basename(config))
         log = _tool('tools/train.py', config, '--work-dir', work, '--amp',
                     '--amp-dtype', amp_dtype, *options)
-        assert f'optim_wrapper.type = AmpOptimWrapper ({amp_dtype}' in log
+        assert f'optim_wrapper.type = mmvisattn.AmpOptimWrapper ' \
+            f'({amp_dtype}' in log
         _tool('tools/test.py', config, osp.join(work, 'iter_2.pth'),
               '--work-dir', work, '--amp', *options)

@@ -20,9 +20,15 @@ import pytest
 import torch
 
 import mmvisattn  # noqa: F401
-from mmvisattn.ops import (fast_path_allowed, halo_tiles, inside_image,
-                           outside_image_mask, shifted_window_mask,
-                           sliding_relative_index, window_layout)
+from mmvisattn.ops import (
+    fast_path_allowed,
+    halo_tiles,
+    inside_image,
+    outside_image_mask,
+    shifted_window_mask,
+    sliding_relative_index,
+    window_layout,
+)
 from mmvisattn.registry import MODELS
 
 ort = pytest.importorskip(

@@ -15,9 +15,12 @@ import pytest
 import torch
 
 from helpers import REPO, generate_shapes
-from mmvisattn.checkpoint import (CheckpointError, latest_complete_checkpoint,
-                                  read_checkpoint)
 from helpers.seg_config import small_seg_config, tool_env
+from mmvisattn.checkpoint import (
+    CheckpointError,
+    latest_complete_checkpoint,
+    read_checkpoint,
+)
 
 ITERS = 12
 

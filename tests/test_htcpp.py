@@ -49,9 +49,9 @@ def run_tool(*args, timeout=900):
 
 
 def build(config, proposals=None):
-    from mmengine.config import Config
     from mmdet.registry import MODELS
     from mmdet.utils import register_all_modules
+    from mmengine.config import Config
     register_all_modules()
     cfg = Config.fromfile(config)
     cfg.model.backbone.init_cfg = None  # no checkpoint download
@@ -435,6 +435,7 @@ def test_tta_merges_masks_of_flipped_views():
     from mmdet.structures import DetDataSample
     from mmengine.config import ConfigDict
     from mmengine.structures import InstanceData
+
     from mmvisattn.models.test_time_augs import InstanceSegTTAModel
 
     class Detector(torch.nn.Module):  # merging only: no detector runs

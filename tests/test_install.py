@@ -72,6 +72,7 @@ def test_tracked_links_stay_inside_the_checkout():
     relative and resolve inside the repository."""
     import os
     import subprocess
+
     from helpers import REPO
     if not os.path.isdir(os.path.join(REPO, '.git')) and \
             not os.path.isfile(os.path.join(REPO, '.git')):

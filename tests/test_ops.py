@@ -1,10 +1,15 @@
 import pytest
 import torch
 
-from mmvisattn.ops import (pad_to_multiple, relative_position_index,
-                           resize_relative_position_table,
-                           shifted_window_mask, window_attention,
-                           window_partition, window_reverse)
+from mmvisattn.ops import (
+    pad_to_multiple,
+    relative_position_index,
+    resize_relative_position_table,
+    shifted_window_mask,
+    window_attention,
+    window_partition,
+    window_reverse,
+)
 from mmvisattn.ops.masks import MASK_VALUE
 
 
@@ -130,8 +135,10 @@ def test_neighbourhood_border_is_masked_not_shifted_as_in_natten(K):
     (NATTEN: K*K), an edge query ceil(K/2)*K, all its weight on keys inside
     the image; where the centred window fits (K//2 from every border) both
     are the same, at every other query they differ."""
-    from mmvisattn.ops import (sliding_window_attention_blocked,
-                               sliding_window_attention_naive)
+    from mmvisattn.ops import (
+        sliding_window_attention_blocked,
+        sliding_window_attention_naive,
+    )
     torch.manual_seed(0)
     H, W, heads = 7, 8, 2
     q, k = (torch.randn(1, heads, H, W, 4) for _ in range(2))

@@ -382,6 +382,7 @@ def built(name):
     if name not in _BUILT:
         from mmengine.optim import build_optim_wrapper
         from mmengine.registry import MODELS, DefaultScope
+
         import mmvisattn  # noqa: F401
         cfg = Config.fromfile(osp.join(CONFIGS, name))
         scope = cfg.get('default_scope', 'mmengine')

@@ -22,6 +22,7 @@ def test_registry_is_a_scoped_child_of_mmengine():
 def test_reachable_from_mmdet_scope_without_shadowing():
     from mmdet.models.backbones import SwinTransformer as MMDetSwin
     from mmdet.registry import MODELS
+
     from mmvisattn.models.backbones import SwinTransformer
     with DefaultScope.overwrite_default_scope('mmdet'):
         ours = MODELS.build(dict(type='mmvisattn.SwinTransformer',
@@ -108,12 +109,12 @@ def test_import_pulls_in_no_analysis_or_tool_code():
     proc = subprocess.run(
         [sys.executable, '-c', 'import mmvisattn, sys; print(sorted(m for m '
          "in sys.modules if m.startswith('mmvisattn') or m in "
-         "('tool_common', 'make_demo_data')))"],
+         "('mmvisattn_tools', 'make_demo_data')))"],
         cwd='/', capture_output=True, text=True, timeout=300, check=True)
     loaded = eval(proc.stdout.strip().splitlines()[-1])
     assert 'mmvisattn.models.backbones.swin' in loaded
     assert not [m for m in loaded if m.startswith(
-        ('mmvisattn.analysis', 'mmvisattn.engine', 'tool_common',
+        ('mmvisattn_tools', 'mmvisattn.engine',
          'make_demo_data'))], loaded
 
 

@@ -22,9 +22,13 @@ import pytest
 import torch
 
 from helpers import REPO, run_tools
-from helpers.checkpoints import (assert_converts_back, ffn_named,
-                                 mmdet_to_release, peer_weights, perturb,
-                                 predictions)
+from helpers.checkpoints import (
+    assert_converts_back,
+    mmdet_to_release,
+    peer_weights,
+    perturb,
+    predictions,
+)
 from helpers.coco128 import coco128_files, write_override
 
 CONFIG = osp.join(REPO, 'configs', 'cascade_swin_t_coco.py')
@@ -74,8 +78,7 @@ def mmdet2x_checkpoint(state, classes, config_name):
 def build_release(tmp, config):
     """Configs and checkpoints in ``tmp`` for the zoo ``config``: ours
     (shrunk to coco128), mmdet's model (mmdet's Swin in our config), the
-    release checkpoint, mmdet's checkpoint of the same weights, and an older
-    mmvisattn (FFN-named) checkpoint of them."""
+    release checkpoint and mmdet's checkpoint of the same weights."""
     from mmdet.models.backbones.swin import swin_converter
 
     root, subset, _ = coco128_files(tmp)
@@ -104,9 +107,7 @@ def build_release(tmp, config):
     for name, ckpt in (
             ('release', mmdet2x_checkpoint(release_state, classes,
                                            RELEASE_NAMES[config])),
-            ('mmdet', {'state_dict': state, 'meta': {}}),
-            ('older', {'state_dict': ffn_named(release_state),
-                       'meta': {}})):
+            ('mmdet', {'state_dict': state, 'meta': {}})):
         paths[name] = str(tmp / f'{name}.pth')
         torch.save(ckpt, paths[name])
     paths['tmp'] = tmp
@@ -157,18 +158,15 @@ def assert_same_predictions(ours, ref, atol_box=0.05, atol_score=1e-4):
 def test_release_detector_checkpoint_evaluates_unchanged(release):
     """The Swin-Transformer-Object-Detection format through tools/test.py
     with our config, no conversion step: same predictions as mmdet's model
-    with mmdet's SwinTransformer and the same weights. Our own older
-    checkpoints (mmcv FFN names) and mmdet's own whole checkpoint (its
-    zoo's layout, converted by the backbone's load pre-hook) evaluate the
-    same."""
+    with mmdet's SwinTransformer and the same weights. mmdet's own whole
+    checkpoint (its zoo's layout, converted by the backbone's load
+    pre-hook) evaluates the same."""
     tmp = release['tmp']
     outputs = run_tools(
         ['tools/test.py', release['ours'], release['release'], '--out',
          str(tmp / 'release.pkl'), '--work-dir', str(tmp / 'w1')],
         ['tools/test.py', release['theirs'], release['mmdet'], '--out',
          str(tmp / 'mmdet.pkl'), '--work-dir', str(tmp / 'w2')],
-        ['tools/test.py', release['ours'], release['older'], '--out',
-         str(tmp / 'older.pkl'), '--work-dir', str(tmp / 'w3')],
         # mmdet's own whole checkpoint (its zoo's Swin layout) with ours
         ['tools/test.py', release['ours'], release['mmdet'], '--out',
          str(tmp / 'zoo.pkl'), '--work-dir', str(tmp / 'w4')])
@@ -179,7 +177,6 @@ def test_release_detector_checkpoint_evaluates_unchanged(release):
             out[-3000:]
     reference = predictions(tmp / 'mmdet.pkl')
     assert_same_predictions(predictions(tmp / 'release.pkl'), reference)
-    assert_same_predictions(predictions(tmp / 'older.pkl'), reference)
     assert_same_predictions(predictions(tmp / 'zoo.pkl'), reference)
 
 
@@ -217,8 +214,9 @@ def test_release_small_and_base_backbones_compute_what_mmdet_computes(arch):
     Swin-B: the heads are those of the Swin-T test above): the release
     layout of mmdet's Swin-S/B loads strictly into ours, and the four
     outputs equal mmdet's."""
-    import mmvisattn  # noqa: F401
     from mmdet.models.backbones import SwinTransformer as MMDetSwin
+
+    import mmvisattn  # noqa: F401
     from mmvisattn.models.backbones import SwinTransformer
     torch.manual_seed(0)
     theirs = MMDetSwin(window_size=7, drop_path_rate=0., **MMDET_ARCHS[arch])
@@ -236,7 +234,7 @@ def test_release_small_and_base_backbones_compute_what_mmdet_computes(arch):
 def test_release_backbone_keys_load_strictly_into_ours(release):
     """The backbone part, through torch's strict ``load_state_dict`` (the
     path of mmengine's ``load_from``/``resume``): the derived buffers are
-    dropped and older names renamed by the layers' load pre-hooks."""
+    dropped by the layers' load pre-hooks."""
     import mmvisattn  # noqa: F401
     from mmvisattn.models.backbones import SwinTransformer
     ckpt = torch.load(release['release'], weights_only=True)
@@ -244,7 +242,6 @@ def test_release_backbone_keys_load_strictly_into_ours(release):
              if k.startswith('backbone.')}
     model = SwinTransformer(arch='tiny')
     model.load_state_dict(state, strict=True)
-    model.load_state_dict(ffn_named(state), strict=True)
     torch.testing.assert_close(model.layers[2].blocks[5].mlp.fc2.weight,
                                state['layers.2.blocks.5.mlp.fc2.weight'])
 

@@ -84,12 +84,15 @@ def timm_scores(model, config):
 
 
 def swin_files(tmp):
+    import mmpretrain
     from mmengine.registry import DefaultScope
     from mmpretrain.registry import MODELS
 
-    import mmpretrain
-    from mmvisattn.models.utils import (swin_any_to_mmvisattn, swin_to_mmdet,
-                                        swin_to_official)
+    from mmvisattn.models.utils import (
+        swin_any_to_mmvisattn,
+        swin_to_mmdet,
+        swin_to_official,
+    )
     reference = _perturb(timm.create_model('swin_tiny_patch4_window7_224'),
                          seed=0)
     state = reference.state_dict()
@@ -172,10 +175,10 @@ def test_release_without_the_hook_is_refused_by_name(tmp_path):
     """A plain mmengine config without the hook would load nothing from an
     official file; tools/test.py's check reads it as the hook does, and a
     detector given a classifier release is refused with the file named."""
-    import mmvisattn  # noqa: F401
     from mmdet.registry import MODELS
     from mmdet.utils import register_all_modules
 
+    import mmvisattn  # noqa: F401
     from mmvisattn.checkpoint import CheckpointError, verify_checkpoint
     swin_files(tmp_path)
     register_all_modules(init_default_scope=False)

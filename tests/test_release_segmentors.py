@@ -22,8 +22,8 @@ import pytest
 import torch
 
 from helpers import REPO, load_tool, run_tools, shared_dataset
-from helpers.checkpoints import assert_converts_back, peer_weights, predictions
 from helpers.camvid import write_camvid_config
+from helpers.checkpoints import assert_converts_back, peer_weights, predictions
 
 CONFIG = osp.join(REPO, 'configs', 'swin',
                   'upernet_swin-t-p4-w7_8xb2-160k_ade20k-512x512.py')

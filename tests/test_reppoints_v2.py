@@ -11,8 +11,9 @@ import os.path as osp
 
 import pytest
 import torch
-from mmdet.models.utils.gaussian_target import \
-    gaussian_radius as mmdet_gaussian_radius
+from mmdet.models.utils.gaussian_target import (
+    gaussian_radius as mmdet_gaussian_radius,
+)
 from mmdet.structures import DetDataSample
 from mmengine.config import Config
 from mmengine.structures import InstanceData
@@ -21,9 +22,11 @@ from helpers import REPO
 from mmvisattn.models.dense_heads import RepPointsV2Head
 from mmvisattn.models.layers import CornerPoolBlock
 from mmvisattn.models.losses import SeparateFocalLoss, separate_focal_loss
-from mmvisattn.models.task_modules import (CornerTargetAssigner,
-                                           foreground_targets,
-                                           gaussian_radius)
+from mmvisattn.models.task_modules import (
+    CornerTargetAssigner,
+    foreground_targets,
+    gaussian_radius,
+)
 
 BASE = osp.join(REPO, 'configs', '_base_', 'models',
                 'reppoints-v2_r50_fpn_giou.py')

@@ -3,7 +3,6 @@ attention and a direct per-query evaluation of its formula, its window
 bounds, gradients into the window predictor, the block and the backbone,
 and the Cascade Mask R-CNN / UperNet configs on coco128 / camvid_ade."""
 import os.path as osp
-import re
 
 import pytest
 import torch
@@ -14,8 +13,10 @@ from helpers.camvid import loss_step_on_camvid
 from helpers.coco128 import loss_step_on_coco128
 from mmvisattn.models.backbones import RSWAttTransformer
 from mmvisattn.models.layers import ReconstructedWindowAttention
-from mmvisattn.ops import (reconstructed_window_attention,
-                           sliding_window_attention_naive)
+from mmvisattn.ops import (
+    reconstructed_window_attention,
+    sliding_window_attention_naive,
+)
 
 
 def _qkv(B=2, heads=3, H=9, W=11, d=8, seed=0):
@@ -335,22 +336,3 @@ def test_extents_tool_plots_the_predicted_windows(tmp_path):
             'init', '--images', str(tmp_path / 'missing.png')
         ])
 
-
-def test_rswatt_reads_its_checkpoints_of_the_old_stage_layout():
-    """RSWAtt once kept ``stages.{i}.{j}`` and ``downsamples.{i}``; it now
-    has Swin's ``layers.{i}.blocks.{j}`` / ``layers.{i}.downsample``."""
-    torch.manual_seed(0)
-    model = RSWAttTransformer(arch='nano', window_sizes=(3, )).eval()
-    model.init_weights()
-    old = {}
-    for key, value in model.state_dict().items():
-        key = re.sub(r'^layers\.(\d+)\.blocks\.', r'stages.\1.', key)
-        key = re.sub(r'^layers\.(\d+)\.downsample\.', r'downsamples.\1.', key)
-        old[key] = value.clone()
-    assert any(k.startswith('downsamples.') for k in old)
-    other = RSWAttTransformer(arch='nano', window_sizes=(3, )).eval()
-    other.load_state_dict(old)
-    x = torch.randn(1, 3, 40, 40)
-    with torch.no_grad():
-        for a, b in zip(model(x), other(x)):
-            torch.testing.assert_close(a, b, rtol=0, atol=0)

@@ -1,5 +1,5 @@
-"""The RSWAtt benchmark's generator (tools/make_rswatt_bench.py) and the
-ablation script's bookkeeping (tools/analysis_tools/rswatt_ablation.py:
+"""The RSWAtt benchmark's generator (tools/dev/make_rswatt_bench.py) and the
+ablation script's bookkeeping (tools/dev/rswatt_ablation.py:
 metrics parsed from the test logs, the table made from the results JSON).
 Fast: a few tiny scenes, no model trained."""
 import filecmp
@@ -13,8 +13,8 @@ import pytest
 
 from helpers import REPO, load_tool
 
-bench = load_tool(osp.join('tools', 'make_rswatt_bench.py'))
-ablation = load_tool(osp.join('tools', 'analysis_tools', 'rswatt_ablation.py'))
+bench = load_tool(osp.join('tools', 'dev', 'make_rswatt_bench.py'))
+ablation = load_tool(osp.join('tools', 'dev', 'rswatt_ablation.py'))
 
 
 @pytest.fixture(scope='module')

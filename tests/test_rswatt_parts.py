@@ -1,9 +1,8 @@
 """RSWAtt's variants as registered parts: window predictors, reconstructions
 and fusions chosen by ``type``, each with its own options checked when the
-layer is built; the removed string options name their new form; one return
-type for every variant; the plug-ins, neck, heads, block and backbones build
-any registered RSWAtt attention from ``attn_cfg``; checkpoints of the flat
-layout before the parts still load."""
+layer is built; unknown options refused by name; one return type for every
+variant; the plug-ins, neck, heads, block and backbones build any registered
+RSWAtt attention from ``attn_cfg``."""
 import re
 
 import pytest
@@ -12,10 +11,16 @@ from mmengine.registry import DefaultScope
 
 from mmvisattn.models.backbones import RSWAttTransformer, RSWAttViT
 from mmvisattn.models.decode_heads import RSWAttHead, RSWAttUPerHead
-from mmvisattn.models.layers import (ConcatFusion, GateFusion,
-                                     ReconstructedWindowAttention, RSWAttBlock,
-                                     RSWAttOutput, ScaleFusion,
-                                     WindowPredictor, WindowReconstruction)
+from mmvisattn.models.layers import (
+    ConcatFusion,
+    GateFusion,
+    ReconstructedWindowAttention,
+    RSWAttBlock,
+    RSWAttOutput,
+    ScaleFusion,
+    WindowPredictor,
+    WindowReconstruction,
+)
 from mmvisattn.models.plugins import RSWAttNeck, RSWAttPlugin
 from mmvisattn.registry import MODELS
 
@@ -74,46 +79,18 @@ def test_an_option_the_part_does_not_take_is_an_error(kwargs, message):
         ReconstructedWindowAttention(16, 2, **kwargs)
 
 
-@pytest.mark.parametrize('old, new', [
-    (dict(predictor='anchors'),
-     "window_predictor=dict(type='AnchorExtents')"),
-    (dict(predictor='offsets', init_extent=.6, predictor_gain=10.),
-     "window_predictor=dict(type='OffsetExtents', init_extent=0.6)"),
-    (dict(predictor_gain=1., init_extent=.5),
-     "window_predictor=dict(type='DirectExtents', init_extent=0.5, "
-     'gain=1.0)'),
-    (dict(predictor='enhanced_anchors', anchors=((1., 1., 1., 1.), )),
-     "window_predictor=dict(type='EnhancedAnchorExtents', anchors=((1.0, "
-     '1.0, 1.0, 1.0),))'),
-    (dict(adaptive=False), 'window_predictor=None'),
-    (dict(reconstruct='mlp'),
-     "reconstruction=dict(type='MLPReweighting'), window_predictor=None"),
-    (dict(temperature=.3),
-     "reconstruction=dict(type='SoftWindows', temperature=0.3)"),
-    (dict(fusion='concat'), "fusion=dict(type='ConcatFusion')"),
-])
-def test_removed_string_options_name_their_new_form(old, new):
-    given = ', '.join(f'{k}={v!r}' for k, v in old.items())
-    with pytest.raises(ValueError,
-                       match=re.escape(f'{given} is now {new}')):
-        ReconstructedWindowAttention(16, 2, **old)
-
-
-def test_removed_options_through_the_modules_that_build_the_layer():
-    with pytest.raises(ValueError,
-                       match=re.escape('adaptive=False is now '
-                                       'window_predictor=None')):
-        RSWAttTransformer(arch='nano', attn_cfg=dict(adaptive=False))
-    with pytest.raises(ValueError, match=re.escape(
-            "predictor='offsets' is now window_predictor=dict("
-            "type='OffsetExtents')")):
-        RSWAttNeck(16, 1, attn_cfg=dict(predictor='offsets'))
-    with pytest.raises(ValueError, match='rswatt_cfg=.* is now flat'):
+def test_an_unknown_option_is_a_type_error_naming_it():
+    """Also for the string options of the unreleased API, removed
+    (CHANGELOG.md): the parts are chosen by type."""
+    for kwargs, key in ((dict(window_size=5), 'window_size'),
+                        (dict(predictor='anchors'), 'predictor'),
+                        (dict(adaptive=False), 'adaptive')):
+        with pytest.raises(TypeError, match=key):
+            ReconstructedWindowAttention(16, 2, **kwargs)
+    with pytest.raises(TypeError, match='rswatt_cfg'):
         RSWAttUPerHead(rswatt_cfg=dict(num_heads=2), in_channels=[8, 8],
                        in_index=[0, 1], pool_scales=(1, ), channels=8,
                        num_classes=2)
-    with pytest.raises(TypeError, match='unexpected options window_size'):
-        ReconstructedWindowAttention(16, 2, window_size=5)
 
 
 def _variants():
@@ -244,98 +221,3 @@ def test_parts_are_found_under_another_default_scope():
     assert isinstance(attn.fusion, ConcatFusion)
 
 
-# The keys each variant saved before the parts (every parameter on the
-# layer), for window sizes (3, 5).
-TABLES = ['relative_position_bias_tables.0', 'relative_position_bias_tables.1']
-FLAT_KEYS = {
-    'direct-gate': (
-        dict(),
-        ['qkv.weight', 'qkv.bias', 'window_pred.weight', 'window_pred.bias',
-         'scale_gate.weight', 'scale_gate.bias', 'proj.weight', 'proj.bias']),
-    'offsets-concat': (
-        dict(window_predictor=dict(type='OffsetExtents'),
-             fusion=dict(type='ConcatFusion')),
-        ['scale_weights', 'qkv.weight', 'qkv.bias', 'window_pred.0.weight',
-         'window_pred.0.bias', 'window_pred.2.weight', 'window_pred.2.bias',
-         'proj.weight', 'proj.bias']),
-    'enhanced-anchors-gate': (
-        dict(window_predictor=dict(type='EnhancedAnchorExtents')),
-        ['qkv.weight', 'qkv.bias', 'window_pred.weight', 'window_pred.bias',
-         'scale_gate.weight', 'scale_gate.bias', 'proj.weight', 'proj.bias']),
-    'fixed-concat': (
-        dict(window_predictor=None, fusion=dict(type='ConcatFusion')),
-        ['scale_weights', 'qkv.weight', 'qkv.bias', 'proj.weight',
-         'proj.bias']),
-    'mlp-gate': (
-        dict(window_predictor=None,
-             reconstruction=dict(type='MLPReweighting')),
-        ['logit_scale', 'qkv.0.weight', 'qkv.0.bias', 'qkv.1.weight',
-         'qkv.1.bias'] + [f'reweight.{s}.{i}.{p}' for s in (0, 1)
-                          for i in (0, 2) for p in ('weight', 'bias')] +
-        ['scale_gate.weight', 'scale_gate.bias', 'proj.weight',
-         'proj.bias']),
-}
-# where the parts keep those parameters now
-PART_KEYS = (('window_pred.linear.', 'window_pred.'),
-             ('window_pred.mlp.', 'window_pred.'),
-             ('fusion.gate.', 'scale_gate.'),
-             ('fusion.scale_weights', 'scale_weights'),
-             ('reconstruction.', ''))
-
-
-def _flat_key(key):
-    for new, old in PART_KEYS:
-        if key.startswith(new):
-            return old + key[len(new):]
-    return key
-
-
-@pytest.mark.parametrize('name', list(FLAT_KEYS))
-def test_checkpoints_of_the_flat_layout_load(name):
-    """The parameters are the same (names and shapes of the flat layout,
-    counts) and a state dict saved with the flat keys loads strictly, to
-    the same outputs."""
-    kwargs, flat_keys = FLAT_KEYS[name]
-    torch.manual_seed(0)
-    layer = ReconstructedWindowAttention(16, 2, (3, 5), **kwargs).eval()
-    layer.init_weights()
-    with torch.no_grad():
-        for p in layer.parameters():
-            p.add_(torch.randn_like(p) * .1)
-    state = layer.state_dict()
-    flat = {_flat_key(k): v for k, v in state.items()}
-    assert sorted(flat) == sorted(flat_keys + TABLES)
-    other = ReconstructedWindowAttention(16, 2, (3, 5), **kwargs).eval()
-    other.load_state_dict(flat)  # strict
-    x = torch.randn(1, 5, 6, 16)
-    with torch.no_grad():
-        for a, b in zip(layer(x), other(x)):
-            if a is not None:
-                torch.testing.assert_close(a, b, rtol=0, atol=0)
-
-
-def test_backbone_checkpoints_of_both_earlier_layouts_load():
-    """The stage layout of RSWAttTransformer's own hook and the flat layer
-    keys, in one checkpoint."""
-    torch.manual_seed(0)
-    arch = dict(embed_dims=16, depths=(1, 1), num_heads=(1, 2))
-    model = RSWAttTransformer(arch=arch, window_sizes=(3, 5),
-                              out_indices=(0, 1)).eval()
-    model.init_weights()
-    old = {}
-    for key, value in model.state_dict().items():
-        prefix, sep, rest = key.partition('.attn.')
-        key = prefix + sep + _flat_key(rest) if sep else key
-        key = re.sub(r'^layers\.(\d+)\.blocks\.', r'stages.\1.', key)
-        key = re.sub(r'^layers\.(\d+)\.downsample\.', r'downsamples.\1.',
-                     key)
-        old[key] = value.clone()
-    assert 'stages.0.0.attn.window_pred.weight' in old
-    assert 'stages.1.0.attn.scale_gate.bias' in old
-    other = RSWAttTransformer(arch=arch, window_sizes=(3, 5),
-                              out_indices=(0, 1)).eval()
-    other.load_state_dict(old)  # strict
-    x = torch.randn(1, 3, 32, 24)
-    with torch.no_grad():
-        for a, b in zip(model(x), other(x)):
-            torch.testing.assert_close(a, b, rtol=0, atol=0)

@@ -17,10 +17,14 @@ from helpers import HELPERS, REPO, load_tool, runner_loss_step
 from helpers.camvid import loss_step_on_camvid
 from helpers.coco128 import loss_step_on_coco128
 from mmvisattn.models.backbones import RSWAttViT
-from mmvisattn.models.layers import (ConcatFusion, DirectExtents,
-                                     OffsetExtents,
-                                     PixelPositionEncoding,
-                                     ReconstructedWindowAttention, RSWAttBlock)
+from mmvisattn.models.layers import (
+    ConcatFusion,
+    DirectExtents,
+    OffsetExtents,
+    PixelPositionEncoding,
+    ReconstructedWindowAttention,
+    RSWAttBlock,
+)
 from mmvisattn.ops import sliding_window_attention_naive
 
 CONFIGS = osp.join(REPO, 'configs', 'rswatt')
@@ -371,7 +375,7 @@ def test_extents_tool_correlates_windows_with_objects(tmp_path, capsys):
 
 
 def test_ablation_variants_build_what_they_say(tmp_path):
-    tool = load_tool('tools/analysis_tools/rswatt_ablation.py')
+    tool = load_tool('tools/dev/rswatt_ablation.py')
     init_default_scope('mmseg')
     from mmseg.registry import MODELS
     built = {}

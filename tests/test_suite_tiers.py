@@ -43,10 +43,14 @@ def test_slow_tier_starts_processes():
 def test_makefile_tiers():
     with open(os.path.join(REPO, 'Makefile')) as f:
         makefile = f.read()
-    recipes = dict(re.findall(r'^([\w-]+): install\n\t(.+)$', makefile,
+    recipes = dict(re.findall(r'^([\w-]+): install\n((?:\t.+\n?)+)', makefile,
                               re.M))
-    assert recipes['test-fast'] == '$(PYTEST) -m "not slow and not gpu"'
-    assert recipes['test'] == '$(PYTEST) --whole-suite -v'
+    recipes = {k: [line.strip() for line in v.splitlines()]
+               for k, v in recipes.items()}
+    # the fast tier lints first (ruff.toml), then runs the tests
+    assert recipes['test-fast'] == ['$(PYTHON) -m ruff check .',
+                                    '$(PYTEST) -m "not slow and not gpu"']
+    assert recipes['test'] == ['$(PYTEST) --whole-suite -v']
     pytest_line = re.search(r'^PYTEST := (.+)$', makefile, re.M).group(1)
     assert '--durations=30' in pytest_line and '-rs' in pytest_line
     assert '--dist loadgroup' in pytest_line

@@ -17,15 +17,23 @@ from typing import Dict, NamedTuple
 import pytest
 import torch
 from mmengine.config import ConfigDict
-from mmengine.runner.checkpoint import (get_state_dict, save_checkpoint,
-                                        weights_to_cpu)
+from mmengine.runner.checkpoint import (
+    get_state_dict,
+    save_checkpoint,
+    weights_to_cpu,
+)
 
 from helpers import REPO
-from helpers.checkpoints import ffn_named, official_state_dict
+from helpers.checkpoints import official_state_dict
 from mmvisattn.models.backbones import SwinTransformer
-from mmvisattn.models.utils import (detect_swin_layout, extract_state_dict,
-                                    is_official_swin, is_timm_swin,
-                                    swin_timm_to_mmvisattn, swin_to_official)
+from mmvisattn.models.utils import (
+    detect_swin_layout,
+    extract_state_dict,
+    is_official_swin,
+    is_timm_swin,
+    swin_timm_to_mmvisattn,
+    swin_to_official,
+)
 
 CONVERTERS = osp.join(REPO, 'tools', 'model_converters')
 TIMM_ARCH = 'swin_tiny_patch4_window7_224'
@@ -205,16 +213,6 @@ def _our_detector(tmp, ours):
     return Source(path, 'official', dict(enumerate(outs)))
 
 
-def _our_older_detector(tmp, ours):
-    model, outs = ours
-    state = ffn_named(
-        {f'backbone.{k}': v for k, v in model.state_dict().items()})
-    assert any('.mlp.layers.0.0.' in k for k in state)
-    state['neck.lateral_convs.0.conv.weight'] = torch.zeros(256, 96, 1, 1)
-    path = _mmengine_save(state, tmp / 'cascade_swin-t_ffn.pth')
-    return Source(path, 'mmvisattn-ffn', dict(enumerate(outs)))
-
-
 # name -> (builder, the fixture holding its reference model)
 SOURCES = {
     'official': (_official, 'ours'),
@@ -225,7 +223,6 @@ SOURCES = {
     'mmcls0x_classifier': (_mmcls0x, 'mmpretrain_classifier'),
     'mmseg_segmentor': (_mmseg, 'mmseg_swin'),
     'mmvisattn_detector': (_our_detector, 'ours'),
-    'mmvisattn_ffn_detector': (_our_older_detector, 'ours'),
 }
 
 

@@ -278,9 +278,9 @@ def test_image_demo_segmentation(seg_run, shapes, tmp_path):
 def det_checkpoint(tmp_path_factory):
     """The demo detector's own random initialisation, saved as training
     saves it (with the classes in its meta)."""
-    from mmengine.config import Config
     from mmdet.registry import MODELS
     from mmdet.utils import register_all_modules
+    from mmengine.config import Config
     with default_scope_guard():
         register_all_modules()
         cfg = Config.fromfile(DET_CONFIG)

@@ -12,9 +12,13 @@ from PIL import Image
 
 from helpers import REPO, generate_shapes, load_tool
 from mmvisattn.models.layers import MultiheadSelfAttention, WindowAttention
-from mmvisattn.ops import (padding_key_mask, shifted_window_mask,
-                           window_attention, window_attention_weights,
-                           window_layout)
+from mmvisattn.ops import (
+    padding_key_mask,
+    shifted_window_mask,
+    window_attention,
+    window_attention_weights,
+    window_layout,
+)
 
 tool = load_tool('tools/analysis_tools/visualize_attention.py')
 SWIN_CONFIG = osp.join(REPO, 'configs', 'demo',

@@ -19,8 +19,7 @@ import yaml
 from mmengine.config import Config
 
 from helpers import REPO
-from helpers.coco128 import (loss_step_on_coco128,
-                             train_and_evaluate_on_coco128)
+from helpers.coco128 import loss_step_on_coco128, train_and_evaluate_on_coco128
 
 ZOO_DIR = osp.join(REPO, 'configs', 'swin')
 

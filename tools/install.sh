@@ -30,7 +30,7 @@ PYEOF
 
 # One import probe of the whole stack: prints "missing NAME" per module that does not
 # import, and "at PATH" for the mmvisattn that imports (the tests need this checkout's).
-STACK="torch torchvision mmcv.ops mmdet mmseg mmpretrain.models mmvisattn"
+STACK="torch torchvision mmcv.ops mmdet mmseg mmpretrain.models mmvisattn mmvisattn_tools"
 probe() { (cd / && $PY - $STACK) <<'PYEOF' 2>/dev/null
 import importlib, os, sys
 for name in sys.argv[1:]:
@@ -126,7 +126,7 @@ if ! missing "${files[@]}"; then
   changed=1
 fi
 
-if ! grep -qx "at $(realpath mmvisattn)" <<<"$state"; then
+if ! grep -qx "at $(realpath mmvisattn)" <<<"$state" || lacks mmvisattn_tools; then
   echo "[install] mmvisattn (editable, this checkout)"
   $PIPI -q --no-build-isolation --no-deps -e .
   changed=1

@@ -12,22 +12,25 @@ for NaN/Inf pixels on the host (``mmvisattn.FiniteInputHook``).
 """
 import argparse
 import os.path as osp
-import sys
 from contextlib import nullcontext
 
 from mmengine.config import Config
 from mmengine.runner import Runner
 
 import mmvisattn  # noqa: F401
+from mmvisattn.checkpoint import (
+    CheckpointError,
+    read_checkpoint,
+    verify_checkpoint,
+)
 from mmvisattn.datasets.checks import check_dataloader_files
 from mmvisattn.engine.hooks import add_custom_hooks
 from mmvisattn.setup_env import mmcv_ops_fp32_under_bf16
-from mmvisattn.checkpoint import (CheckpointError, read_checkpoint,
-                                  verify_checkpoint)
-# helpers the tools share (tools/tool_common.py, not part of the package)
-sys.path.insert(0, osp.dirname(osp.abspath(__file__)))
-from tool_common import (close_distributed, parse_tool_args,  # noqa: E402
-                         prepare_config)
+from mmvisattn_tools.common import (  # noqa: E402
+    close_distributed,
+    parse_tool_args,
+    prepare_config,
+)
 
 
 def parse_args():
@@ -108,7 +111,7 @@ def run(args):
     verify_checkpoint(args.checkpoint, runner.model, checkpoint)
     del checkpoint
     # bf16 (on a CPU): mmcv's ops run in fp32 during the test run only
-    # (mmvisattn/setup_env.py, 4.; fp16 and fp32 are untouched)
+    # (mmvisattn/setup_env.py, 3.; fp16 and fp32 are untouched)
     with mmcv_ops_fp32_under_bf16() if args.amp else nullcontext():
         runner.test()
     close_distributed()

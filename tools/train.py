@@ -4,8 +4,9 @@
                           [--amp [--amp-dtype float16|bfloat16]]
                           [--cfg-options k=v ...] [--launcher pytorch]
 
-``--amp``: on a GPU, mmengine's ``AmpOptimWrapper`` (fp16 with a dynamic loss
-scale; ``--amp-dtype bfloat16`` for bf16); on a CPU, bf16 autocast through
+``--amp``: on a GPU, ``mmvisattn.AmpOptimWrapper`` (mmengine's, fp16 with a
+dynamic loss scale; ``--amp-dtype bfloat16`` for bf16, with mmcv's ops in
+fp32); on a CPU, bf16 autocast through
 ``mmvisattn.BF16OptimWrapper`` (mmengine's wrapper needs a GPU, and bf16
 needs no loss scale).
 
@@ -23,7 +24,6 @@ written.
 """
 import argparse
 import os.path as osp
-import sys
 
 from mmengine.config import Config
 from mmengine.logging import print_log
@@ -31,13 +31,15 @@ from mmengine.registry import RUNNERS
 from mmengine.runner import Runner
 
 import mmvisattn  # noqa: F401  (registry, `mmvisattn::` configs, safe loading)
+from mmvisattn.checkpoint import latest_complete_checkpoint, remove_partials
 from mmvisattn.datasets.checks import check_dataloader_files
 from mmvisattn.engine import fault_tolerant_training
-from mmvisattn.checkpoint import (latest_complete_checkpoint, remove_partials)
-# helpers the tools share (tools/tool_common.py, not part of the package)
-sys.path.insert(0, osp.dirname(osp.abspath(__file__)))
-from tool_common import (close_distributed, parse_tool_args,  # noqa: E402
-                         prepare_config)
+from mmvisattn_tools.common import (
+    close_distributed,
+    mixed_precision,
+    parse_tool_args,  # noqa: E402
+    prepare_config,
+)
 
 
 def parse_args():
@@ -68,29 +70,6 @@ def parse_args():
         '--auto-scale-lr', action='store_true',
         help='scale the lr by the real batch size / base_batch_size')
     return parse_tool_args(parser)
-
-
-def mixed_precision(cfg, dtype=None):
-    """Switch ``cfg.optim_wrapper`` to mixed precision; returns what
-    changed, for the log."""
-    import torch
-    if torch.cuda.is_available():
-        dtype = dtype or 'float16'
-        cfg.optim_wrapper.type = 'AmpOptimWrapper'
-        cfg.optim_wrapper.dtype = dtype
-        # in bf16 the wrapper runs mmcv's ops in fp32 (setup_env.py, 4.)
-        if dtype == 'float16':
-            cfg.optim_wrapper.setdefault('loss_scale', 'dynamic')
-        return [f'optim_wrapper.type = AmpOptimWrapper ({dtype}'
-                + (', dynamic loss scale)' if dtype == 'float16' else ')')]
-    if dtype == 'float16':
-        raise SystemExit(
-            '--amp-dtype float16: no GPU is visible, and CPU autocast runs '
-            'bfloat16 only; use --amp (bfloat16 on a CPU)')
-    cfg.optim_wrapper.type = 'mmvisattn.BF16OptimWrapper'
-    cfg.optim_wrapper.pop('loss_scale', None)
-    return ['optim_wrapper.type = mmvisattn.BF16OptimWrapper (no GPU '
-            'visible: bfloat16 autocast on the CPU, no loss scale)']
 
 
 def main():

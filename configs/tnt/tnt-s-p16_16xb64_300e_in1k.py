@@ -14,6 +14,7 @@ model = dict(
         _delete_=True,
         type='mmvisattn.TNT',
         arch='small',
+        legacy=False,  # the official release's layout
         out_type='cls_token',
         drop_path_rate=0.1),
     neck=None,

@@ -1,18 +1,31 @@
-from ..checkpoint import (CheckpointError, latest_complete_checkpoint,
-                          read_checkpoint, verify_checkpoint)
-from .amp import BF16OptimWrapper
-from .cpu_distributed import (CPUDistributedDataParallel, CPUSyncBatchNorm,
-                              init_cpu_distributed)
-from .hooks import (AtomicCheckpointHook, FiniteInputHook, FiniteLossHook,
-                    RankMeanLossHook,
-                    ReleaseClassifierHook, RNGStateHook,
-                    fault_tolerant_training)
+from ..checkpoint import (
+                          CheckpointError,
+                          latest_complete_checkpoint,
+                          read_checkpoint,
+                          verify_checkpoint,
+)
+from .amp import AmpOptimWrapper, BF16OptimWrapper
+from .cpu_distributed import (
+                          CPUDistributedDataParallel,
+                          CPUSyncBatchNorm,
+                          init_cpu_distributed,
+)
+from .hooks import (
+                          AtomicCheckpointHook,
+                          FiniteInputHook,
+                          FiniteLossHook,
+                          RankMeanLossHook,
+                          ReleaseClassifierHook,
+                          RNGStateHook,
+                          fault_tolerant_training,
+)
 from .optim_constructor import LayerDecayOptimWrapperConstructor, layer_id
 
 __all__ = [
-    'BF16OptimWrapper',
+    'AmpOptimWrapper', 'BF16OptimWrapper',
     'LayerDecayOptimWrapperConstructor', 'layer_id', 'AtomicCheckpointHook',
-    'RNGStateHook', 'FiniteLossHook', 'FiniteInputHook', 'ReleaseClassifierHook', 'RankMeanLossHook',
+    'RNGStateHook', 'FiniteLossHook', 'FiniteInputHook',
+    'ReleaseClassifierHook', 'RankMeanLossHook',
     'fault_tolerant_training', 'CheckpointError', 'latest_complete_checkpoint',
     'read_checkpoint', 'verify_checkpoint', 'CPUDistributedDataParallel',
     'CPUSyncBatchNorm', 'init_cpu_distributed'

@@ -1,5 +1,10 @@
-"""bf16 mixed precision through mmengine's optimizer-wrapper machinery, on
-any device mmengine's ``autocast`` supports, the CPU included.
+"""Mixed precision through mmengine's optimizer-wrapper machinery, named in
+a config or by ``tools/train.py --amp`` (nothing of mmengine's is changed):
+
+- :class:`AmpOptimWrapper` (``type='mmvisattn.AmpOptimWrapper'``) is
+  mmengine's, fp16 or bf16 on a GPU, with mmcv's ops in fp32 under bf16;
+- :class:`BF16OptimWrapper` is bf16 on any device mmengine's ``autocast``
+  supports, the CPU included.
 
 mmengine's ``AmpOptimWrapper`` asserts a CUDA/NPU/MLU device (its loss
 scaler is ``torch.cuda.amp.GradScaler``). bf16 keeps fp32's exponent range,
@@ -19,11 +24,12 @@ from contextlib import contextmanager
 import torch
 import torch.nn as nn
 from mmengine.logging import print_log
+from mmengine.optim import AmpOptimWrapper as MMEngineAmpOptimWrapper
 from mmengine.optim import OptimWrapper
 from mmengine.runner.amp import autocast
 
 from mmvisattn.registry import OPTIM_WRAPPERS
-from mmvisattn.setup_env import mmcv_ops_fp32_under_bf16
+from mmvisattn.setup_env import bf16_scope, mmcv_ops_fp32_under_bf16
 
 
 def cpu_has_native_bf16() -> bool:
@@ -60,7 +66,7 @@ class BF16OptimWrapper(OptimWrapper):
 
     # mmcv's kernels have no bf16 version: inside the forward's autocast and
     # the backward (a checkpointed block recomputes its forward there)
-    # they run in fp32 (mmvisattn/setup_env.py, 4.)
+    # they run in fp32 (mmvisattn/setup_env.py, 3.)
     @contextmanager
     def optim_context(self, model: nn.Module):
         with super().optim_context(model), autocast(dtype=torch.bfloat16), \
@@ -69,4 +75,23 @@ class BF16OptimWrapper(OptimWrapper):
 
     def backward(self, loss: torch.Tensor, **kwargs) -> None:
         with mmcv_ops_fp32_under_bf16():
+            super().backward(loss, **kwargs)
+
+
+@OPTIM_WRAPPERS.register_module()
+class AmpOptimWrapper(MMEngineAmpOptimWrapper):
+    """mmengine's ``AmpOptimWrapper`` (same arguments: ``dtype``,
+    ``loss_scale``, ...), with mmcv's ops in fp32 inside its bf16 autocast
+    and backward, where mmcv's kernels have no bf16 version ("not
+    implemented for 'BFloat16'"). fp16 and fp32 are mmengine's, unchanged.
+    ``tools/train.py --amp`` names it on a GPU; a config names it as
+    ``optim_wrapper = dict(type='mmvisattn.AmpOptimWrapper', ...)``."""
+
+    @contextmanager
+    def optim_context(self, model: nn.Module):
+        with super().optim_context(model), bf16_scope(self):
+            yield
+
+    def backward(self, loss: torch.Tensor, **kwargs) -> None:
+        with bf16_scope(self):
             super().backward(loss, **kwargs)

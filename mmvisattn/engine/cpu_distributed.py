@@ -13,10 +13,10 @@ import torch
 import torch.distributed as dist
 import torch.distributed.nn.functional as dist_nn
 import torch.nn as nn
-from torch.nn.modules.batchnorm import _BatchNorm
 from mmengine.config import Config
 from mmengine.logging import print_log
 from mmengine.model import MMDistributedDataParallel
+from torch.nn.modules.batchnorm import _BatchNorm
 
 from mmvisattn.registry import MODEL_WRAPPERS
 

@@ -18,14 +18,20 @@ from typing import List, Optional
 
 import torch
 from mmengine.config import Config
-from mmengine.dist import (all_gather_object, all_reduce, get_rank,
-                           get_world_size, is_main_process)
+from mmengine.dist import (
+    all_gather_object,
+    all_reduce,
+    get_rank,
+    get_world_size,
+    is_main_process,
+)
 from mmengine.fileio import LocalBackend
 from mmengine.hooks import CheckpointHook, Hook
 from mmengine.model import is_model_wrapper
 
 from mmvisattn.checkpoint import partial_path, release_classifier_state_dict
 from mmvisattn.registry import HOOKS
+
 
 def write_text_atomically(path: str, text: str) -> None:
     tmp = partial_path(path)

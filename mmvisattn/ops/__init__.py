@@ -1,25 +1,48 @@
 """Pure tensor functions shared by every backbone: windows, masks, attention."""
-from .attention import (attend, window_attention,
-                        window_attention_recorded, window_attention_weights)
+from .attention import (
+                        attend,
+                        window_attention,
+                        window_attention_recorded,
+                        window_attention_weights,
+)
 from .backend import BACKENDS, fast_path_allowed, use_backend
 from .linear import fast_linear, packed_weights_scope, run_packed
 from .masks import MASK_VALUE, padding_key_mask, shifted_window_mask
-from .neighborhood import (halo, halo_tiles, inside_image, outside_image_mask,
-                           tile_index, tile_queries_and_keys,
-                           tiled_neighborhood_attention, unfold_neighborhood,
-                           untile)
+from .neighborhood import (
+                        halo,
+                        halo_tiles,
+                        inside_image,
+                        outside_image_mask,
+                        tile_index,
+                        tile_queries_and_keys,
+                        tiled_neighborhood_attention,
+                        unfold_neighborhood,
+                        untile,
+)
 from .performer import orthogonal_random_features, performer_attention
-from .reconstructed import (reconstructed_window_attention,
-                            reweighted_window_attention,
-                            window_log_membership)
-from .relative_position import (relative_position_index,
-                                resize_relative_position_table)
+from .reconstructed import (
+                        reconstructed_window_attention,
+                        reweighted_window_attention,
+                        window_log_membership,
+)
+from .relative_position import (
+                        relative_position_index,
+                        resize_relative_position_table,
+)
+from .sliding import (
+                        sliding_relative_index,
+                        sliding_window_attention_blocked,
+                        sliding_window_attention_naive,
+)
 from .symbolic import ceil_div, is_concrete, recording, size_tensor
-from .sliding import (sliding_relative_index,
-                      sliding_window_attention_blocked,
-                      sliding_window_attention_naive)
-from .windows import (SHIFT_MODES, WindowLayout, pad_to_multiple,
-                      window_layout, window_partition, window_reverse)
+from .windows import (
+                        SHIFT_MODES,
+                        WindowLayout,
+                        pad_to_multiple,
+                        window_layout,
+                        window_partition,
+                        window_reverse,
+)
 
 __all__ = [
     'BACKENDS', 'fast_path_allowed', 'use_backend',

@@ -6,8 +6,8 @@ Which kernels end in :func:`attend` (``softmax(q k^T * scale + mask) v``):
 :func:`~mmvisattn.ops.neighborhood.tiled_neighborhood_attention`,
 :func:`~mmvisattn.ops.sliding.sliding_window_attention_blocked` and
 :func:`~mmvisattn.ops.reconstructed.reconstructed_window_attention` (and,
-outside ``ops``, RSWAtt's global tokens and Swin's ``GlobalAttention``). Spelled out on their own: the
-window and sliding kernels with ``use_content=False`` (no q.k term:
+outside ``ops``, RSWAtt's global tokens and Swin's ``GlobalAttention``).
+Spelled out on their own: the window and sliding kernels with ``use_content=False`` (no q.k term:
 ``softmax(mask) v``),
 :func:`~mmvisattn.ops.sliding.sliding_window_attention_naive` (the naive
 unfold, kept as the reference the blocked kernel is tested against),
@@ -184,7 +184,7 @@ def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     weights."""
     # bf16 on the CPU: torch's fused CPU kernel is barely faster in bf16
     # than in fp32 on window-sized rows, while bf16 GEMMs are ~2.8x
-    # (tools/analysis_tools/benchmark_bf16_kernels.py, docs/benchmarks.md);
+    # (tools/dev/benchmark_bf16_kernels.py, docs/benchmarks.md);
     # spelled out, logits, mask and softmax stay bf16 (the CPU softmax
     # accumulates in fp32), no autocast round trip through fp32.
     low_precision = _low_precision_on_cpu(q, k)

@@ -24,9 +24,14 @@ from typing import Callable, Optional
 import torch
 import torch.nn.functional as F
 
-from .neighborhood import (halo, halo_tiles, inside_image,
-                           tiled_neighborhood_attention, tile_index,
-                           unfold_neighborhood)
+from .neighborhood import (
+    halo,
+    halo_tiles,
+    inside_image,
+    tile_index,
+    tiled_neighborhood_attention,
+    unfold_neighborhood,
+)
 from .symbolic import is_concrete, recording
 
 

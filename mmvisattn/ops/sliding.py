@@ -19,8 +19,12 @@ import torch
 
 from .cache import shape_cache
 from .masks import MASK_VALUE
-from .neighborhood import (halo_tiles, outside_image_mask,
-                           tiled_neighborhood_attention, unfold_neighborhood)
+from .neighborhood import (
+    halo_tiles,
+    outside_image_mask,
+    tiled_neighborhood_attention,
+    unfold_neighborhood,
+)
 
 
 @shape_cache(maxsize=16)

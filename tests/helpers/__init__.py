@@ -170,8 +170,9 @@ def runner_loss_step(config, work_dir, moves=()):
     import torch
     from mmengine.config import Config
     from mmengine.runner import Runner
-    tool_common = load_tool(osp.join('tools', 'tool_common.py'))
-    cfg = tool_common.prepare_config(Config.fromfile(str(config)),
+
+    from mmvisattn_tools.common import prepare_config
+    cfg = prepare_config(Config.fromfile(str(config)),
                                      str(config), str(work_dir))
     if cfg.get('visualizer'):
         # the visualizer is a named global instance ('visualizer' in the

@@ -9,7 +9,6 @@ from mmengine.config import Config
 
 from helpers import plain, run_tools, runner_loss_step, shared_dataset
 
-
 # -------------------------------------------------- camvid_ade, CPU run
 SCALE = 0.25  # of the recipe's sizes: resize 512x128, crop 128x128
 

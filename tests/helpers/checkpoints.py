@@ -23,20 +23,6 @@ def official_state_dict(model, num_classes=1000):
     return state
 
 
-# The MLP names of our checkpoints written before the MLP took the release
-# names (mmcv FFN): spelled out here, independently of the code that reads them.
-FFN_NAMES = (('.mlp.fc1.', '.mlp.layers.0.0.'), ('.mlp.fc2.', '.mlp.layers.1.'))
-
-
-def ffn_named(state):
-    out = {}
-    for key, value in state.items():
-        for new, old in FFN_NAMES:
-            key = key.replace(new, old)
-        out[key] = value
-    return out
-
-
 def _unfold_to_release_reduction(w):
     """Inverse of mmdet's ``correct_unfold_reduction_order``."""
     out_ch, in_ch = w.shape

@@ -10,7 +10,6 @@ from mmengine.config import Config
 
 from helpers import plain, run_tools, runner_loss_step, shared_dataset
 
-
 SCALE = 0.3  # of the recipe's image sizes: short side 144..240, long <= 400
 
 

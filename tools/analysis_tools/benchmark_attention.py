@@ -111,13 +111,10 @@ import time
 import torch
 from mmengine.logging import MMLogger
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchmark_backbone import build_pair  # noqa: E402
-
 import mmvisattn  # noqa: E402,F401
 from mmvisattn.models.backbones import SwinTransformer  # noqa: E402
-from mmvisattn.models.layers.window_msa import \
-    build_swin_attention  # noqa: E402
+from mmvisattn.models.layers.window_msa import build_swin_attention  # noqa: E402
+from mmvisattn_tools.benchmark import build_pair  # noqa: E402
 
 WINDOW = 7
 # (H = W, C, heads) of Swin-T's four stages for a 224x224 input
@@ -299,7 +296,7 @@ def backbone_throughput(args, device):
         print(f'  {ARCH_NAMES.get(arch, arch):<8} | {B / res["ours"]:10.1f} | '
               f'{B / res["mmdet"]:11.1f} | {res["ours"] / res["mmdet"]:15.2f} '
               f'| {diff:14.1e}')
-        del ours, theirs
+        ours = theirs = None  # freed before the next pair is built
         gc.collect()
 
     print(f'  Swin-T per attention variant ("x cyclic" = time / time of '
@@ -465,7 +462,7 @@ def fast_path(args, device):
     ours.train(), theirs.train()
     tr = bench({'ours': step(ours), 'mmdet': step(theirs)},
                args.heavy_repeats, device)
-    del ours, theirs, x, y
+    ours = theirs = x = y = None  # freed before the next section
     gc.collect()
 
     def mem(kind, shape):

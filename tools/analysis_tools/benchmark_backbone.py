@@ -34,19 +34,7 @@ import torch
 
 import mmvisattn  # noqa: F401
 from mmvisattn.models.backbones import SwinTransformer
-from mmvisattn.models.utils import swin_to_mmdet
-
-
-def build_pair(arch):
-    from mmdet.models.backbones import SwinTransformer as MMDetSwin
-    zoo = SwinTransformer.arch_zoo[arch]
-    ours = SwinTransformer(arch=arch, drop_path_rate=0.)
-    ours.init_weights()
-    theirs = MMDetSwin(embed_dims=zoo['embed_dims'], depths=zoo['depths'],
-                       num_heads=zoo['num_heads'], drop_path_rate=0.)
-    theirs.load_state_dict(swin_to_mmdet(ours.state_dict()), strict=False)
-    return ours, theirs
-
+from mmvisattn_tools.benchmark import build_pair
 
 DEVICE = 'cpu'
 

@@ -17,7 +17,6 @@ import copy
 import importlib
 import os.path as osp
 import statistics
-import sys
 import time
 
 import torch
@@ -27,8 +26,8 @@ from mmengine.registry import DefaultScope
 import mmvisattn  # noqa: F401
 
 REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
-sys.path.insert(0, osp.dirname(osp.abspath(__file__)))
-from get_flops import _strip_pretrained, classification_shape  # noqa
+from mmvisattn_tools.flops import (classification_shape,  # noqa
+                                   strip_pretrained)
 
 PEER = 'mmpretrain Swin-T (peer)'
 # One config per architecture of get_flops.py's TABLE1 (the 22K->1K Swin-B
@@ -49,7 +48,7 @@ MODELS = [
 def build(path):
     cfg = Config.fromfile(path)
     model_cfg = copy.deepcopy(cfg.model)
-    _strip_pretrained(model_cfg)
+    strip_pretrained(model_cfg)
     model_cfg.pop('train_cfg', None)  # batch augments: training only
     registry = importlib.import_module('mmpretrain.registry').MODELS
     with DefaultScope.overwrite_default_scope('mmpretrain'):

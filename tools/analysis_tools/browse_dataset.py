@@ -13,16 +13,13 @@ image, labels shifted by ``reduce_zero_label``) trains a wrong model.
 """
 import argparse
 import os.path as osp
-import sys
 
 import numpy as np
 from mmengine.config import Config, DictAction
 from mmengine.utils import ProgressBar
 
 import mmvisattn  # noqa: F401  (registry, `mmvisattn::` configs)
-# helpers the tools share (tools/tool_common.py, not part of the package)
-sys.path.insert(0, osp.join(osp.dirname(osp.abspath(__file__)), '..'))
-from tool_common import config_scope  # noqa: E402
+from mmvisattn_tools.common import config_scope  # noqa: E402
 
 
 def parse_args(argv=None):

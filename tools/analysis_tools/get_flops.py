@@ -31,27 +31,25 @@ kernel (RepPoints v2): ``--convention paper``, the default, within 0.7% of
 every Table 2 entry. ``mmcv1`` leaves out the attention matmuls; ``fvcore``
 jit-traces the same forward and counts every matmul (slower). Parameters are
 the trainable ones, as mmcv counts them. See
-``mmvisattn/analysis/complexity.py``.
+``tools/mmvisattn_tools/complexity.py``.
 """
 import argparse
-import copy
 import glob
 import os.path as osp
 import sys
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from mmengine.config import Config, DictAction
+from mmengine.config import DictAction
 
 import mmvisattn  # noqa: F401  (registry, `mmvisattn::` configs)
-# helpers the tools share (tools/tool_common.py, not part of the package)
-sys.path.insert(0, osp.join(osp.dirname(osp.abspath(__file__)), '..'))
-from tool_common import config_scope  # noqa: E402
-from mmvisattn.analysis.complexity import (  # noqa: E402
-    CONVENTIONS, get_complexity, group_by_prefix, model_complexity)
+from mmvisattn_tools.complexity import (
+    CONVENTIONS,
+    get_complexity,
+    group_by_prefix,
+)
+from mmvisattn_tools.flops import count_config
 
 REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
-DETECTION_SHAPE = (800, 1280)  # H, W: the paper's "1280x800"
-SEGMENTATION_SHAPE = (512, 2048)  # Table 3
 
 # The paper's Table 2 (and the official detection repo's README): config
 # name (a glob under configs/swin) -> (params M, FLOPs G) at 1280x800.
@@ -115,93 +113,6 @@ TABLE1: List[Tuple[str, Optional[float], Optional[float]]] = [
     ('tnt/tnt-b-p16_16xb64_300e_in1k.py', 65.6, 14.1),
     ('rswatt/rswatt-t_16xb64_300e_in1k.py', None, None),
 ]
-
-
-def _strip_pretrained(node):
-    """``init_cfg=None`` wherever weights would be loaded, ``pretrained``
-    keys dropped: building the model never touches the network."""
-    if isinstance(node, dict):
-        for key in list(node.keys()):
-            value = node[key]
-            if key == 'init_cfg' and _loads_weights(value):
-                node[key] = None
-            elif key == 'pretrained' and isinstance(value, str):
-                node[key] = None
-            else:
-                _strip_pretrained(value)
-    elif isinstance(node, (list, tuple)):
-        for item in node:
-            _strip_pretrained(item)
-
-
-def _loads_weights(init_cfg) -> bool:
-    items = init_cfg if isinstance(init_cfg, (list, tuple)) else [init_cfg]
-    return any(isinstance(i, dict) and i.get('type') == 'Pretrained'
-               or isinstance(i, dict) and 'checkpoint' in i for i in items)
-
-
-def load_config(path: str, cfg_options: Optional[dict] = None) -> Config:
-    cfg = Config.fromfile(path)
-    if cfg_options:
-        cfg.merge_from_dict(cfg_options)
-    return cfg
-
-
-def build_model(cfg: Config):
-    """The config's model, built in its ``default_scope``'s registry (the
-    global default scope is left as it was) with no weights loaded:
-    pretrained ``init_cfg``s are dropped and ``init_weights`` is never
-    called. Returns ``(model, scope)``."""
-    import importlib
-
-    from mmengine.registry import DefaultScope
-    scope = config_scope(cfg, cfg.filename)
-    model_cfg = copy.deepcopy(cfg.model)
-    _strip_pretrained(model_cfg)
-    registry = importlib.import_module(f'{scope}.registry').MODELS
-    with DefaultScope.overwrite_default_scope(scope):
-        return registry.build(model_cfg), scope
-
-
-def classification_shape(cfg: Config) -> Tuple[int, int]:
-    """The classifier's evaluation input: the test pipeline's crop or
-    resize (224, or 384 for the 384px configs)."""
-    for step in cfg.get('test_dataloader', {}).get('dataset', {}).get(
-            'pipeline', []):
-        size = step.get('crop_size') if step['type'] == 'CenterCrop' \
-            else step.get('scale') if step['type'] == 'Resize' else None
-        if size:
-            size = size if isinstance(size, (list, tuple)) else (size, size)
-            return tuple(size)
-    return (224, 224)
-
-
-def segmentation_shape(cfg: Config) -> Tuple[int, int]:
-    """The paper's segmentation input: 512x2048 for 512x512 crops, and in
-    general H x 4H for HxH crops (640x2560 for the 640x640 models of Table
-    3, whose FLOPs are counted at that scale)."""
-    crop = cfg.get('crop_size')
-    if not crop:
-        return SEGMENTATION_SHAPE
-    return (crop[0], 4 * crop[0])
-
-
-def count_config(path: str,
-                 shape: Optional[Sequence[int]] = None,
-                 convention: str = 'paper',
-                 cfg_options: Optional[dict] = None) -> Dict:
-    """Build ``path``'s model and count it at ``shape`` (H, W)."""
-    from mmengine.registry import DefaultScope
-    cfg = load_config(path, cfg_options)
-    model, scope = build_model(cfg)
-    if shape is None:
-        shape = segmentation_shape(cfg) if scope == 'mmseg' else \
-            classification_shape(cfg) if scope == 'mmpretrain' else \
-            DETECTION_SHAPE
-    with DefaultScope.overwrite_default_scope(scope):
-        result = model_complexity(model, (3, *shape), convention)
-    result.update(shape=tuple(shape), scope=scope)
-    return result
 
 
 def _fmt_breakdown(result: Dict, depth: int) -> str:

@@ -30,7 +30,6 @@ import argparse
 import glob
 import importlib
 import os.path as osp
-import sys
 
 import mmcv
 import numpy as np
@@ -41,9 +40,7 @@ from mmengine.runner import load_checkpoint
 
 import mmvisattn  # noqa: F401
 from mmvisattn.models.layers import ReconstructedWindowAttention
-# helpers the tools share (tools/tool_common.py, not part of the package)
-sys.path.insert(0, osp.join(osp.dirname(osp.abspath(__file__)), '..'))
-from tool_common import config_scope  # noqa: E402
+from mmvisattn_tools.common import config_scope  # noqa: E402
 
 
 def parse_args(argv=None):

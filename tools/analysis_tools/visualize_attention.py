@@ -39,11 +39,11 @@ from mmengine.logging import MMLogger  # noqa: E402
 from PIL import Image  # noqa: E402
 
 import mmvisattn  # noqa: E402,F401  (registers the backbones)
+from mmvisattn.checkpoint import load_pretrained  # noqa: E402
 from mmvisattn.models.backbones.rswatt import RSWAttTransformer  # noqa: E402
 from mmvisattn.models.backbones.swin import SwinTransformer  # noqa: E402
 from mmvisattn.models.backbones.tnt import TNT  # noqa: E402
 from mmvisattn.models.layers import WindowAttention  # noqa: E402
-from mmvisattn.checkpoint import load_pretrained  # noqa: E402
 from mmvisattn.ops import WindowLayout  # noqa: E402
 from mmvisattn.registry import MODELS  # noqa: E402
 

@@ -13,15 +13,13 @@ output.
 """
 import argparse
 import io
-import os.path as osp
 import sys
 import warnings
 
 import numpy as np
 import torch
 
-sys.path.insert(0, osp.join(osp.dirname(osp.abspath(__file__)), '..'))
-from tool_common import median_ms  # noqa: E402
+from mmvisattn_tools.common import median_ms  # noqa: E402
 
 MODELS = {
     'swin-t': dict(type='SwinTransformer'),

@@ -33,8 +33,8 @@ import torch
 from mmengine.config import DictAction
 from torch import nn
 
-sys.path.insert(0, osp.join(osp.dirname(osp.abspath(__file__)), '..'))
-from tool_common import config_scope  # noqa: E402
+from mmvisattn_tools.common import config_scope  # noqa: E402
+
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])

@@ -4,9 +4,11 @@ from collections import OrderedDict
 import torch
 from mmengine.runner.checkpoint import CheckpointLoader
 
-from mmvisattn.models.utils import (count_swin_stages, detect_swin_layout,
-                                    extract_state_dict)
-
+from mmvisattn.models.utils import (
+    count_swin_stages,
+    detect_swin_layout,
+    extract_state_dict,
+)
 
 TRUST_FILE_HELP = (
     'unpickle SRC fully (torch.load weights_only=False) instead of the safe '

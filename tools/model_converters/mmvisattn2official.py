@@ -32,10 +32,13 @@ its detection fork (and mmdet's ``swin_converter``) do not.
 import argparse
 
 import torch
-
 from _swin_io import TRUST_FILE_HELP, read_swin_state
-from mmvisattn.models.utils import (swin_any_to_mmvisattn, swin_to_mmdet,
-                                    swin_to_official)
+
+from mmvisattn.models.utils import (
+    swin_any_to_mmvisattn,
+    swin_to_mmdet,
+    swin_to_official,
+)
 
 
 def parse_args(argv=None):

@@ -14,8 +14,8 @@ pickles its ``args``, which torch's safe loader refuses: pass
 import argparse
 
 import torch
-
 from _swin_io import TRUST_FILE_HELP, read_swin_state
+
 from mmvisattn.models.utils import swin_any_to_mmvisattn
 
 

@@ -14,10 +14,13 @@ import argparse
 from collections import OrderedDict
 
 import torch
-
 from _swin_io import TRUST_FILE_HELP, read_raw_checkpoint
-from mmvisattn.models.utils import (detect_tnt_layout, extract_state_dict,
-                                    tnt_any_to_mmvisattn)
+
+from mmvisattn.models.utils import (
+    detect_tnt_layout,
+    extract_state_dict,
+    tnt_any_to_mmvisattn,
+)
 
 
 def parse_args(argv=None):

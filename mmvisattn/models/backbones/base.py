@@ -7,7 +7,7 @@ init and pretrained loading; :class:`HierarchicalBackbone` is Swin's
 pyramid (patch embedding, :class:`BlockStage` stages with merging, output
 norms), on which Swin and RSWAtt differ only in their blocks.
 """
-import functools
+import sys
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import torch
@@ -16,6 +16,7 @@ from mmcv.cnn import build_norm_layer
 from mmengine.logging import MMLogger
 from mmengine.model import BaseModule, ModuleList
 from mmengine.model.weight_init import constant_init, trunc_normal_
+from mmengine.registry import DefaultScope
 from torch.nn.modules.batchnorm import _BatchNorm
 
 from mmvisattn.checkpoint import load_pretrained
@@ -44,17 +45,69 @@ def resolve_arch(owner: str, arch_zoo: Dict[str, dict], arch,
     return dict(arch)
 
 
+#: The peers whose keyword meanings differ: ``'mmdet'`` (mmdet's and mmseg's,
+#: which agree) and ``'mmpretrain'``.
+CONVENTIONS = ('mmdet', 'mmpretrain')
+
+
+def _building_mmpretrain_classifier() -> bool:
+    """Whether an mmpretrain classifier's constructor is on the call stack,
+    building its backbone (``ImageClassifier(backbone=dict(...))`` without
+    mmpretrain as the default scope)."""
+    if 'mmpretrain.models' not in sys.modules:
+        return False
+    from mmpretrain.models.classifiers import BaseClassifier
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == '__init__' and isinstance(
+                frame.f_locals.get('self'), BaseClassifier):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def resolve_convention(owner: str, convention: Optional[str]) -> str:
+    """Which peer's meaning the constructor's keywords have.
+
+    ``convention`` given: that one. Otherwise ``'mmpretrain'`` for a model
+    built for mmpretrain, i.e. while mmpretrain is the registry's default
+    scope (every mmpretrain config) or inside an mmpretrain classifier's
+    constructor, and ``'mmdet'`` (mmdet's and mmseg's meaning) everywhere
+    else: plain Python calls and mmdet, mmseg and this project's detection
+    and segmentation configs. The choice is logged when it is mmpretrain's.
+    """
+    if convention is not None:
+        if convention not in CONVENTIONS:
+            raise ValueError(f'{owner}: convention={convention!r}; choose '
+                             f'from {CONVENTIONS}')
+        return convention
+    scope = DefaultScope.get_current_instance()
+    if scope is not None and scope.scope_name == 'mmpretrain':
+        reason = 'mmpretrain is the default scope'
+    elif _building_mmpretrain_classifier():
+        reason = 'built by an mmpretrain classifier'
+    else:
+        return 'mmdet'
+    MMLogger.get_current_instance().info(
+        f"{owner}: mmpretrain's meaning of the keywords ({reason}); give "
+        "convention='mmdet' for mmdet's (docs/backbones.md, \"Peers\")")
+    return 'mmpretrain'
+
+
 def check_stages(owner: str, num_stages: int, out_indices: Sequence[int],
-                 frozen_stages: Optional[int] = None) -> None:
-    """``out_indices`` within the stages, ``frozen_stages`` at most their
-    number; ``ValueError`` naming the field otherwise."""
+                 frozen_stages: Optional[int] = None,
+                 max_frozen: Optional[int] = None) -> None:
+    """``out_indices`` within the stages, ``frozen_stages`` at most
+    ``max_frozen`` (default: their number); ``ValueError`` naming the field
+    otherwise."""
     bad = [i for i in out_indices if not 0 <= i < num_stages]
     if bad:
         raise ValueError(f'{owner}: out_indices {bad} out of range for '
                          f'{num_stages} stages (0..{num_stages - 1})')
-    if frozen_stages is not None and frozen_stages > num_stages:
+    max_frozen = num_stages if max_frozen is None else max_frozen
+    if frozen_stages is not None and frozen_stages > max_frozen:
         raise ValueError(f'{owner}: frozen_stages={frozen_stages} exceeds '
-                         f'the {num_stages} stages')
+                         f'{max_frozen}, all {num_stages} stages')
 
 
 class BackboneBase(BaseModule):
@@ -64,9 +117,9 @@ class BackboneBase(BaseModule):
 
     One order for every backbone, kept here:
 
-    1. build: the family's constructor, then its frozen stages are frozen
-       (:meth:`__init_subclass__` runs :meth:`_freeze_stages` when the
-       outermost constructor returns);
+    1. build: the family's constructor, which ends by freezing its frozen
+       stages (:meth:`_freeze_stages`: a DDP wrapper built before the first
+       ``train()`` sees them frozen);
     2. :meth:`init_weights`: every Linear and LayerNorm by the transformer
        init, then each part's own ``init_weights`` (relative position
        tables, window predictors, position encodings), then the family's
@@ -83,18 +136,7 @@ class BackboneBase(BaseModule):
 
     frozen_stages: int = -1
     norm_eval: bool = False
-
-    def __init_subclass__(cls, **kwargs):
-        super().__init_subclass__(**kwargs)
-        build = cls.__init__
-
-        @functools.wraps(build)
-        def __init__(self, *args, **kw):
-            build(self, *args, **kw)
-            if type(self) is cls:  # the outermost constructor is done
-                self._freeze_stages()
-
-        cls.__init__ = __init__
+    convention: str = 'mmdet'  # whose keyword meanings: resolve_convention
 
     # ------------------------------------------------------------ freezing
     def frozen_parts(self) -> Tuple[List[nn.Module], List[nn.Parameter]]:
@@ -161,10 +203,15 @@ class BackboneBase(BaseModule):
         return False
 
     def init_weights(self):
-        pretrained = self.init_cfg is not None and self.init_cfg.get(
+        pretrained = isinstance(self.init_cfg, dict) and self.init_cfg.get(
             'type') == 'Pretrained'
         if self.init_cfg is not None and not pretrained:
-            super().init_weights()  # mmengine's other init_cfg kinds
+            # mmengine's other init_cfg kinds, one dict or a list of them
+            # (mmpretrain's TNT config gives a list), and each part's own;
+            # tokens and position embeddings are drawn either way, as
+            # mmpretrain draws them
+            super().init_weights()
+            self.init_tokens()
         else:
             self.init_from_scratch()
             if pretrained:
@@ -212,7 +259,9 @@ class HierarchicalBackbone(BackboneBase):
                        norm_eval: bool, norm_cfg: dict,
                        out_after_downsample: bool = False):
         out_indices = tuple(out_indices)
-        check_stages(owner, len(stages), out_indices, frozen_stages)
+        # mmpretrain freezes stages 0..k, so k names a stage there
+        check_stages(owner, len(stages), out_indices, frozen_stages,
+                     len(stages) - (self.convention == 'mmpretrain'))
         self.layers = ModuleList(stages)
         self.num_features = list(num_features)
         self.out_indices = out_indices
@@ -231,6 +280,17 @@ class HierarchicalBackbone(BackboneBase):
                             build_norm_layer(norm_cfg, out_features[i])[1])
 
     def frozen_parts(self):
+        """mmdet's and mmseg's ``frozen_stages=k``: the patch embedding and
+        stages 0..k-1 with their output norms; mmpretrain's (for a model
+        built for mmpretrain, :func:`resolve_convention`): the patch
+        embedding and stages 0..k, and the parameters of their output norms
+        (which mmpretrain leaves in train mode)."""
+        if self.convention == 'mmpretrain':
+            stages = range(self.frozen_stages + 1)
+            norms = [getattr(self, f'norm{i}') for i in stages
+                     if i in self.out_indices]
+            return ([self.patch_embed] + [self.layers[i] for i in stages],
+                    [p for norm in norms for p in norm.parameters()])
         modules = [self.patch_embed]
         for i in range(self.frozen_stages):
             modules.append(self.layers[i])

@@ -12,11 +12,21 @@ from mmcv.cnn import build_norm_layer
 from mmengine.model import ModuleList
 from mmengine.model.weight_init import trunc_normal_
 
-from mmvisattn.models.layers import (PatchEmbed, PatchMerging,
-                                     PixelPositionEncoding, RSWAttBlock)
+from mmvisattn.models.layers import (
+    PatchEmbed,
+    PatchMerging,
+    PixelPositionEncoding,
+    RSWAttBlock,
+)
 from mmvisattn.registry import MODELS
-from .base import (BackboneBase, BlockStage, HierarchicalBackbone,
-                   check_stages, resolve_arch)
+
+from .base import (
+    BackboneBase,
+    BlockStage,
+    HierarchicalBackbone,
+    check_stages,
+    resolve_arch,
+)
 
 
 @MODELS.register_module()
@@ -95,22 +105,7 @@ class RSWAttTransformer(HierarchicalBackbone):
                 if i < num_stages - 1 else None))
         self.build_skeleton('RSWAttTransformer', stages, num_features,
                             out_indices, frozen_stages, norm_eval, norm_cfg)
-        self._register_load_state_dict_pre_hook(self._old_stage_layout)
-
-    @staticmethod
-    def _old_stage_layout(state_dict, prefix, *args, **kwargs):
-        """Checkpoints saved before the shared skeleton have
-        ``stages.{i}.{j}.*`` and ``downsamples.{i}.*``; they are now
-        ``layers.{i}.blocks.{j}.*`` and ``layers.{i}.downsample.*``."""
-        for key in [k for k in state_dict if k.startswith(
-                (prefix + 'stages.', prefix + 'downsamples.'))]:
-            rest = key[len(prefix):].split('.')
-            if rest[0] == 'stages':
-                new = ['layers', rest[1], 'blocks', *rest[2:]]
-            else:
-                new = ['layers', rest[1], 'downsample', *rest[2:]]
-            state_dict[prefix + '.'.join(new)] = state_dict.pop(key)
-
+        self._freeze_stages()
 
     def frozen_parts(self):
         modules, params = super().frozen_parts()
@@ -200,6 +195,7 @@ class RSWAttViT(BackboneBase):
                         drop_rate, attn_drop_rate, rates[i], attn_cfg,
                         norm_cfg, with_cp=with_cp) for i in range(depth))
         self.ln1 = build_norm_layer(norm_cfg, dims)[1]
+        self._freeze_stages()
 
     def frozen_parts(self):
         if self.frozen_stages < 0:

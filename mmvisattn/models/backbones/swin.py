@@ -5,18 +5,31 @@ from typing import Dict, Optional, Sequence, Tuple, Union
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from mmengine.logging import MMLogger
+from mmengine.model import BaseModule
 from mmengine.model.weight_init import trunc_normal_
 
-from mmvisattn.ops import resize_relative_position_table
 from mmvisattn.ops.symbolic import is_concrete
 from mmvisattn.registry import MODELS
+
 from ..layers import PatchEmbed, PatchMerging, SwinBlock
-from ..layers.window_msa import (CHUNK_TOKENS, DEFAULT_ATTENTION,
-                                  attention_options, check_attn_cfg,
-                                  refuse_removed)
-from ..utils.swin_convert import (is_openmmlab_swin, is_timm_swin,
-                                  swin_any_to_mmvisattn)
-from .base import BlockStage, HierarchicalBackbone, resolve_arch
+from ..layers.window_msa import (
+    CHUNK_TOKENS,
+    DEFAULT_ATTENTION,
+    attention_options,
+    check_attn_cfg,
+)
+from ..utils.swin_convert import (
+    is_openmmlab_swin,
+    is_timm_swin,
+    swin_any_to_mmvisattn,
+)
+from .base import (
+    BlockStage,
+    HierarchicalBackbone,
+    resolve_arch,
+    resolve_convention,
+)
 
 
 class SwinStage(BlockStage):
@@ -67,6 +80,19 @@ def _window_from_stage_cfgs(stage_cfgs, window_size: int) -> int:
     return windows.pop()
 
 
+def _image_size(name: str, size) -> Tuple[int, int]:
+    """An image size as (h, w): an int, or a tuple of one (mmseg reads
+    ``(224, )`` as 224) or two ints; ``ValueError`` naming ``name``
+    otherwise (mmdet and mmseg refuse a longer tuple too)."""
+    if isinstance(size, int):
+        return size, size
+    if isinstance(size, (tuple, list)) and len(size) in (1, 2) and all(
+            isinstance(s, int) for s in size):
+        return tuple(size) * (3 - len(size))
+    raise ValueError(f'SwinTransformer: {name}={size!r}: give an int or '
+                     '(h, w)')
+
+
 @MODELS.register_module()
 class SwinTransformer(HierarchicalBackbone):
     """Swin Transformer: hierarchical ViT with shifted windows.
@@ -82,7 +108,9 @@ class SwinTransformer(HierarchicalBackbone):
         patch_size: patch partition size (4 in the paper).
         window_size: M, tokens per window side (7; 12 for 384px models).
         mlp_ratio: MLP hidden width / C.
-        out_indices: stages to output; each gets its own LayerNorm ``norm{i}``.
+        out_indices: stages to output; each gets its own LayerNorm
+            ``norm{i}``. Default: every stage (mmdet, mmseg), the last one
+            for a model built for mmpretrain (its ``(3, )``).
         qkv_bias, qk_scale: attention projections.
         patch_norm: LayerNorm after patch embedding and in patch merging.
         drop_rate, attn_drop_rate: dropout rates.
@@ -105,8 +133,11 @@ class SwinTransformer(HierarchicalBackbone):
             (no position term) after the last stage, before its output norm:
             the HTC++ backbone of the paper's appendix A2.2. Its weights are
             ``global_block.*``, new to any classification checkpoint.
-        frozen_stages: -1 trains all; 0 freezes the patch embedding; k>0
-            also freezes stages 1..k and their output norms.
+        frozen_stages: -1 trains all. mmdet's and mmseg's meaning: 0
+            freezes the patch embedding (and the absolute embedding), k>0
+            also stages 0..k-1 and their output norms. mmpretrain's, for a
+            model built for mmpretrain: k>=0 freezes the patch embedding and
+            stages 0..k, and the parameters of their output norms.
         norm_eval: keep BatchNorm layers (e.g. from a plugin) in eval mode.
         pad_small_map: mmpretrain's spelling of window attention's
             ``pad_small_map`` (given to it; kinds without windows have
@@ -114,7 +145,7 @@ class SwinTransformer(HierarchicalBackbone):
             semantics, mmdet's and mmseg's); False leaves a map whose short
             side is one window unshifted (the official classifiers'
             semantics). Default True, or False with mmpretrain's
-            ``img_size``.
+            ``img_size`` or its convention.
         out_after_downsample: take stage i's output after its merging
             (mmpretrain's option).
         interpolate_mode: how the absolute embedding is resized.
@@ -124,6 +155,13 @@ class SwinTransformer(HierarchicalBackbone):
             ``type`` changed; what only their implementation can do is
             refused with what to use instead (docs/backbones.md, "Peers'
             Swin configs").
+        convention: whose meaning the keywords have where mmdet's and
+            mmpretrain's differ (``frozen_stages``, the defaults of
+            ``out_indices`` and ``pad_small_map``, initialisation without a
+            checkpoint): ``'mmdet'`` or ``'mmpretrain'``; by default
+            mmpretrain's for a model built for mmpretrain (mmpretrain the
+            default scope, or inside an mmpretrain classifier), else
+            mmdet's (:func:`~.base.resolve_convention`).
         init_cfg: ``dict(type='Pretrained', checkpoint=PATH_OR_URL)`` loads an
             official release checkpoint (``model``), a checkpoint of mmdet's,
             mmseg's or mmpretrain's Swin (also whole detectors, segmentors
@@ -151,7 +189,7 @@ class SwinTransformer(HierarchicalBackbone):
                  patch_size: int = 4,
                  window_size: int = 7,
                  mlp_ratio: float = 4.,
-                 out_indices: Sequence[int] = (0, 1, 2, 3),
+                 out_indices: Optional[Sequence[int]] = None,
                  qkv_bias: bool = True,
                  qk_scale: Optional[float] = None,
                  patch_norm: bool = True,
@@ -177,13 +215,8 @@ class SwinTransformer(HierarchicalBackbone):
                  img_size: Union[int, Tuple[int, int], None] = None,
                  stage_cfgs: Union[dict, Sequence[dict], None] = None,
                  patch_cfg: Optional[dict] = None,
-                 init_cfg: Optional[dict] = None,
-                 **removed):
-        # the older API's keys get an error that says what to write now
-        refuse_removed('SwinTransformer', removed)
-        if removed:  # Python's own wording, for every other unknown key
-            raise TypeError(f'SwinTransformer.__init__() got an unexpected '
-                            f'keyword argument {sorted(removed)[0]!r}')
+                 convention: Optional[str] = None,
+                 init_cfg: Optional[dict] = None):
         if pretrained is not None:  # mmdet/mmseg's deprecated spelling
             if not isinstance(pretrained, str):
                 raise TypeError(f'SwinTransformer: pretrained must be a path '
@@ -195,9 +228,11 @@ class SwinTransformer(HierarchicalBackbone):
                                  'checkpoint=PATH))')
             init_cfg = dict(type='Pretrained', checkpoint=pretrained)
         super().__init__(init_cfg=init_cfg)
-        # mmpretrain's classifier semantics come with its spelling img_size
+        self.convention = resolve_convention('SwinTransformer', convention)
+        # mmpretrain's classifier semantics come with its meaning and with
+        # its spelling img_size
         if pad_small_map is None:
-            pad_small_map = img_size is None
+            pad_small_map = img_size is None and self.convention == 'mmdet'
         if img_size is not None:
             if pretrain_img_size not in (224, img_size):
                 raise ValueError(
@@ -205,6 +240,8 @@ class SwinTransformer(HierarchicalBackbone):
                     f'name) and pretrain_img_size={pretrain_img_size} '
                     'disagree; give one of them')
             pretrain_img_size = img_size
+        pretrain_hw = _image_size('pretrain_img_size' if img_size is None
+                                  else 'img_size', pretrain_img_size)
         window_size = _window_from_stage_cfgs(stage_cfgs, window_size)
         if patch_cfg:
             raise ValueError(
@@ -215,13 +252,25 @@ class SwinTransformer(HierarchicalBackbone):
         arch = resolve_arch('SwinTransformer', self.arch_zoo, arch,
                             ('embed_dims', 'depths', 'num_heads'),
                             require_keys=False)
-        embed_dims = embed_dims or arch['embed_dims']
-        depths = tuple(depths or arch['depths'])
-        num_heads = tuple(num_heads or arch['num_heads'])
+        given = dict(embed_dims=embed_dims, depths=depths,
+                     num_heads=num_heads)
+        arch.update({k: v for k, v in given.items() if v is not None})
+        lacking = [k for k in given if k not in arch]
+        if lacking:
+            raise ValueError(
+                f'SwinTransformer: the custom arch {arch!r} lacks '
+                f'{", ".join(lacking)}; give them in the dict or as '
+                'arguments')
+        embed_dims = arch['embed_dims']
+        depths = tuple(arch['depths'])
+        num_heads = tuple(arch['num_heads'])
         if len(depths) != len(num_heads):
             raise ValueError(f'SwinTransformer: depths {depths} and num_heads '
                              f'{num_heads} must have the same length')
         num_stages = len(depths)
+        if out_indices is None:  # every stage (mmdet), the last (mmpretrain)
+            out_indices = range(num_stages) if self.convention == 'mmdet' \
+                else (num_stages - 1, )
         if strides is not None and tuple(strides) != (
                 patch_size, ) + (2, ) * (num_stages - 1):
             raise ValueError(
@@ -259,8 +308,6 @@ class SwinTransformer(HierarchicalBackbone):
         self.use_abs_pos_embed = use_abs_pos_embed
         self.pad_small_map = pad_small_map
         self.interpolate_mode = interpolate_mode
-        pretrain_hw = (pretrain_img_size, ) * 2 if isinstance(
-            pretrain_img_size, int) else tuple(pretrain_img_size)
         self.pretrain_grid = tuple(s // patch_size for s in pretrain_hw)
 
         self.patch_embed = PatchEmbed(in_channels, embed_dims, patch_size,
@@ -305,7 +352,8 @@ class SwinTransformer(HierarchicalBackbone):
                                                     CHUNK_TOKENS)),
             **block_kwargs) if extra_global_block else None
         self._register_load_state_dict_pre_hook(self._peer_layout)
-        self._register_load_state_dict_pre_hook(self._release_pos_embed)
+        self._register_load_state_dict_pre_hook(self._fit_pos_embed)
+        self._freeze_stages()
 
     def _peer_layout(self, state_dict, prefix, *args, **kwargs):
         """Whole models of mmdet's, mmseg's and mmpretrain's zoos (and
@@ -322,30 +370,62 @@ class SwinTransformer(HierarchicalBackbone):
                                                 len(self.depths)).items():
             state_dict[prefix + key] = value
 
-    @staticmethod
-    def _release_pos_embed(state_dict, prefix, *args, **kwargs):
-        """The authors' detection/segmentation releases store the absolute
-        position embedding as (1, C, H, W); ours (and the classification
-        release's) is (1, H*W, C)."""
-        pos = state_dict.get(prefix + 'absolute_pos_embed')
-        if pos is not None and pos.dim() == 4:
-            state_dict[prefix + 'absolute_pos_embed'] = pos.flatten(
-                2).transpose(1, 2)
+    def _fit_pos_embed(self, state_dict, prefix, *args, **kwargs):
+        """The absolute position embedding in our layout and grid.
+
+        The authors' detection/segmentation releases (and mmdet's Swin)
+        store it as (1, C, H, W); ours, the classification release's and
+        mmpretrain's is (1, H*W, C), a square grid when it comes as that.
+        Another grid than ours (a 224 checkpoint at ``img_size=384``) is
+        resized with ``interpolate_mode``, as mmpretrain resizes it."""
+        key = prefix + 'absolute_pos_embed'
+        pos = state_dict.get(key)
+        if pos is None or not self.use_abs_pos_embed:
+            return
+        if pos.dim() == 4:
+            grid = tuple(pos.shape[2:])
+        else:
+            side = math.isqrt(pos.shape[1])
+            grid = (side, side) if side * side == pos.shape[1] else None
+            pos = pos.transpose(1, 2).reshape(*pos.shape[::2], *grid) \
+                if grid else pos
+        if grid is None or pos.shape[1] != self.embed_dims:
+            return  # not ours to fix: the load names the mismatch
+        if grid != self.pretrain_grid:
+            MMLogger.get_current_instance().info(
+                f'SwinTransformer: absolute_pos_embed resized from {grid} '
+                f'to {self.pretrain_grid} ({self.interpolate_mode})')
+            pos = F.interpolate(pos.float(), size=self.pretrain_grid,
+                                mode=self.interpolate_mode,
+                                align_corners=False).to(pos.dtype)
+        state_dict[key] = pos.flatten(2).transpose(1, 2)
 
     # ------------------------------------------------------------------ init
     def init_tokens(self):
         if self.use_abs_pos_embed:
             trunc_normal_(self.absolute_pos_embed, std=.02)
 
+    def init_from_scratch(self):
+        """The peer's initialisation without ``init_cfg``. mmdet's and
+        mmseg's: every Linear and LayerNorm by the transformer init, the
+        absolute embedding drawn, the relative position tables left at zero
+        (their Swin never calls its attention's ``init_weights``).
+        mmpretrain's: PyTorch's defaults, each part's own init (the tables
+        drawn with std .02), the absolute embedding drawn."""
+        if self.convention == 'mmpretrain':
+            BaseModule.init_weights(self)
+            self.init_tokens()
+            return
+        super().init_from_scratch()
+        with torch.no_grad():
+            for name, p in self.named_parameters():
+                if name.endswith('.relative_position_bias_table'):
+                    p.zero_()
+
     def convert_checkpoint(self, state: dict) -> dict:
-        state = swin_any_to_mmvisattn(state, len(self.depths))
-        own = self.state_dict()
-        for key, value in list(state.items()):
-            if key.endswith('relative_position_bias_table') and key in own \
-                    and value.shape[1] == own[key].shape[1]:
-                state[key] = resize_relative_position_table(
-                    value, self.window_size)
-        return state
+        # relative position tables of another window are resized by the
+        # attention's own load pre-hook
+        return swin_any_to_mmvisattn(state, len(self.depths))
 
     def new_in_pretrained(self, key: str) -> bool:
         # Output norms other than the classifier's final one, and the extra
@@ -359,7 +439,9 @@ class SwinTransformer(HierarchicalBackbone):
 
     def frozen_parts(self):
         modules, params = super().frozen_parts()
-        if self.use_abs_pos_embed:
+        # mmdet and mmseg freeze the absolute embedding with the patch
+        # embedding; mmpretrain leaves it trainable
+        if self.use_abs_pos_embed and self.convention == 'mmdet':
             params.append(self.absolute_pos_embed)
         return modules, params
 

@@ -21,7 +21,7 @@ Two layouts exist and both load (``legacy``):
   the patches are cut, and each block projects with ``LN(inner) -> Linear``.
 """
 import math
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple, Union
 
 import torch
 import torch.nn as nn
@@ -36,7 +36,8 @@ from mmvisattn.models.layers.transformer import TransformerLayer
 from mmvisattn.models.utils.tnt_convert import tnt_any_to_mmvisattn
 from mmvisattn.ops.symbolic import ceil_div, is_concrete
 from mmvisattn.registry import MODELS
-from .base import BackboneBase, resolve_arch
+
+from .base import BackboneBase, resolve_arch, resolve_convention
 
 
 class SqueezeExcite(nn.Module):
@@ -89,11 +90,12 @@ class TNTBlock(BaseModule):
                  inner_heads: int, outer_heads: int, mlp_ratio: float,
                  qkv_bias: bool, drop_rate: float, attn_drop_rate: float,
                  drop_path_rate: float, legacy: bool, se: bool,
-                 norm_cfg: dict):
+                 norm_cfg: dict, act_cfg: dict):
         super().__init__()
         common = dict(mlp_ratio=mlp_ratio, qkv_bias=qkv_bias,
                       drop_rate=drop_rate, attn_drop_rate=attn_drop_rate,
-                      drop_path_rate=drop_path_rate, norm_cfg=norm_cfg)
+                      drop_path_rate=drop_path_rate, norm_cfg=norm_cfg,
+                      act_cfg=act_cfg)
         self.inner = TransformerLayer(inner_dims, inner_heads, **common)
         self.word_to_sentence = WordsToSentence(inner_dims, outer_dims,
                                                 num_words, legacy, norm_cfg)
@@ -143,7 +145,9 @@ class TNT(BackboneBase):
     Args:
         arch (str | dict): ``'small'``/``'s'`` (outer 384, inner 24, heads
             6 / 4), ``'base'``/``'b'`` (640, 40, 10 / 4), depth 12; or a dict
-            with ``outer_dims, inner_dims, outer_heads, inner_heads, depth``.
+            with ``outer_dims, inner_dims, outer_heads, inner_heads, depth``
+            (or mmpretrain's keys ``embed_dims_outer, embed_dims_inner,
+            num_heads_outer, num_heads_inner, num_layers``).
         img_size (int): pretraining size; sets the stored sentence position
             grid (14x14 at 224), resized to the input's grid on the fly.
         patch_size (int): sentence size (16); ``inner_stride`` (4) the word
@@ -164,6 +168,17 @@ class TNT(BackboneBase):
         frozen_stages (int): -1 nothing; 0 the embeddings; k also the first
             k blocks.
         with_cp (bool): gradient checkpointing per block.
+        act_cfg (dict): the MLPs' activation.
+        ffn_ratio, first_stride, num_fcs: mmpretrain's names of
+            ``mlp_ratio`` and ``inner_stride``, and its MLP depth (2 only).
+        convention (str): ``'mmdet'`` (this project's defaults: ``arch``
+            ``'small'``, ``drop_path_rate`` 0.1, the official layout
+            ``legacy=False``, ``out_type='pyramid'``) or ``'mmpretrain'``
+            (mmpretrain's TNT: ``'b'``, 0, its legacy layout, the class
+            token); by default mmpretrain's for a model built for mmpretrain
+            (:func:`~.base.resolve_convention`). ``arch``,
+            ``drop_path_rate``, ``legacy`` and ``out_type`` given override
+            either.
     """
     arch_zoo = {
         **dict.fromkeys(['s', 'small'],
@@ -175,9 +190,21 @@ class TNT(BackboneBase):
     }
     OUT_TYPES = ('pyramid', 'cls_token', 'avg_featmap')
     PYRAMIDS = ('simple', 'depths')
+    # mmpretrain's custom-arch keys, ours
+    MMPRETRAIN_ARCH_KEYS = dict(
+        embed_dims_outer='outer_dims', embed_dims_inner='inner_dims',
+        num_heads_outer='outer_heads', num_heads_inner='inner_heads',
+        num_layers='depth')
+    # the defaults that differ: ours (a dense-prediction backbone, the
+    # official layout) and mmpretrain's TNT (a classifier, the legacy layout)
+    DEFAULTS = dict(
+        mmdet=dict(arch='small', drop_path_rate=0.1, legacy=False,
+                   out_type='pyramid'),
+        mmpretrain=dict(arch='b', drop_path_rate=0., legacy=True,
+                        out_type='cls_token'))
 
     def __init__(self,
-                 arch: str = 'small',
+                 arch: Union[str, dict, None] = None,
                  img_size: int = 224,
                  patch_size: int = 16,
                  inner_stride: int = 4,
@@ -186,11 +213,11 @@ class TNT(BackboneBase):
                  qkv_bias: bool = False,
                  drop_rate: float = 0.,
                  attn_drop_rate: float = 0.,
-                 drop_path_rate: float = 0.1,
-                 legacy: bool = False,
+                 drop_path_rate: Optional[float] = None,
+                 legacy: Optional[bool] = None,
                  se: bool = False,
                  with_cls_token: bool = True,
-                 out_type: str = 'pyramid',
+                 out_type: Optional[str] = None,
                  pyramid: str = 'simple',
                  pyramid_blocks: Optional[Sequence[int]] = None,
                  out_indices: Sequence[int] = (0, 1, 2, 3),
@@ -199,8 +226,32 @@ class TNT(BackboneBase):
                  norm_eval: bool = False,
                  with_cp: bool = False,
                  norm_cfg: dict = dict(type='LN'),
-                 init_cfg: Optional[dict] = None):
+                 act_cfg: dict = dict(type='GELU'),
+                 ffn_ratio: Optional[float] = None,
+                 first_stride: Optional[int] = None,
+                 num_fcs: int = 2,
+                 convention: Optional[str] = None,
+                 init_cfg: Union[dict, List[dict], None] = None):
         super().__init__(init_cfg=init_cfg)
+        self.convention = resolve_convention('TNT', convention)
+        defaults = self.DEFAULTS[self.convention]
+        arch = defaults['arch'] if arch is None else arch
+        drop_path_rate = defaults['drop_path_rate'] \
+            if drop_path_rate is None else drop_path_rate
+        legacy = defaults['legacy'] if legacy is None else legacy
+        out_type = defaults['out_type'] if out_type is None else out_type
+        # mmpretrain's spellings: ffn_ratio, first_stride, num_fcs and its
+        # custom-arch keys
+        mlp_ratio = _one_of('mlp_ratio', mlp_ratio, 4., 'ffn_ratio',
+                            ffn_ratio)
+        inner_stride = _one_of('inner_stride', inner_stride, 4,
+                               'first_stride', first_stride)
+        if num_fcs != 2:
+            raise ValueError(f'TNT: num_fcs={num_fcs}: the MLPs here have '
+                             'two layers (fc1, fc2), as TNT has')
+        if isinstance(arch, dict) and set(arch) == set(
+                self.MMPRETRAIN_ARCH_KEYS):
+            arch = {self.MMPRETRAIN_ARCH_KEYS[k]: v for k, v in arch.items()}
         self.in_channels = in_channels
         arch = resolve_arch('TNT', self.arch_zoo, arch,
                             ('outer_dims', 'inner_dims', 'outer_heads',
@@ -251,13 +302,14 @@ class TNT(BackboneBase):
         self.blocks = ModuleList(
             TNTBlock(inner, outer, num_words, arch['inner_heads'],
                      arch['outer_heads'], mlp_ratio, qkv_bias, drop_rate,
-                     attn_drop_rate, rate, legacy, se, norm_cfg)
+                     attn_drop_rate, rate, legacy, se, norm_cfg, act_cfg)
             for rate in rates)
         # the final norm serves the class-token / pooled outputs only; the
         # pyramid has its own norms, and a parameter no output uses fails
         # DDP (find_unused_parameters=False) at the second iteration
         self.norm = None if out_type == 'pyramid' else build_norm_layer(
             norm_cfg, outer)[1]
+        self._register_load_state_dict_pre_hook(self._peer_layout)
         self._register_load_state_dict_pre_hook(self._drop_unused_norm)
 
         if out_type == 'pyramid':
@@ -281,6 +333,27 @@ class TNT(BackboneBase):
             self.pyramid_convs = ModuleList(
                 _resample(outer, c, s)
                 for c, s in zip(self.out_channels, (4, 2, 1, 0.5)))
+        self._freeze_stages()
+
+    def _peer_layout(self, state_dict, prefix, *args, **kwargs):
+        """mmpretrain's, timm's and the official layouts (also under a
+        classifier's ``backbone.``) converted on load, so
+        ``load_state_dict``, ``load_from`` and ``resume`` take them as
+        ``init_cfg=Pretrained`` does; ours passes as it is."""
+        keys = [k for k in state_dict if k.startswith(prefix)]
+        sub = {k[len(prefix):]: state_dict[k] for k in keys}
+        if not sub or 'sentence_pos' in sub:
+            return
+        try:
+            converted = self.convert_checkpoint(sub)
+        except ValueError as e:
+            if 'not a TNT checkpoint' in str(e):
+                return  # not a layout we know: the load names the keys
+            raise
+        for key in keys:
+            del state_dict[key]
+        for key, value in converted.items():
+            state_dict[prefix + key] = value
 
     def _drop_unused_norm(self, state_dict, prefix, *args, **kwargs):
         """Classifier releases and pyramid checkpoints written before the
@@ -296,6 +369,15 @@ class TNT(BackboneBase):
         for p in (self.cls_token, self.sentence_pos, self.word_pos):
             if p is not None:
                 trunc_normal_(p, std=.02)
+        if self.convention == 'mmpretrain':
+            # mmpretrain's TNT attends with torch's nn.MultiheadAttention,
+            # whose input projection starts xavier-uniform with a zero bias
+            # and is no Linear for an init_cfg to redraw
+            for m in self.modules():
+                if isinstance(m, TransformerLayer):
+                    nn.init.xavier_uniform_(m.attn.qkv.weight)
+                    if m.attn.qkv.bias is not None:
+                        nn.init.zeros_(m.attn.qkv.bias)
 
     def new_in_pretrained(self, key: str) -> bool:
         return key.startswith('pyramid_')  # the pyramid is new
@@ -415,6 +497,17 @@ class TNT(BackboneBase):
         params = [self.word_pos, self.sentence_pos] + (
             [self.cls_token] if self.cls_token is not None else [])
         return modules, params
+
+
+def _one_of(name: str, value, default, peer_name: str, peer_value):
+    """``value``, or mmpretrain's spelling ``peer_value`` where ``value``
+    keeps its default; the two disagreeing is a ``ValueError``."""
+    if peer_value is None:
+        return value
+    if value != default and value != peer_value:
+        raise ValueError(f'TNT: {name}={value} and {peer_name}={peer_value} '
+                         "(mmpretrain's name) disagree; give one of them")
+    return peer_value
 
 
 def _is_square(n: int) -> bool:

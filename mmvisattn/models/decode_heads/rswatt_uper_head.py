@@ -31,11 +31,6 @@ class RSWAttUPerHead(UPerHead):
                  attn_cfg: Optional[dict] = None,
                  init_scale: float = 1.0,
                  **kwargs):
-        if 'rswatt_cfg' in kwargs:
-            raise ValueError(
-                f'RSWAttUPerHead: rswatt_cfg={kwargs["rswatt_cfg"]!r} is now '
-                'flat: num_heads=..., window_sizes=..., attn_cfg=..., '
-                'init_scale=... on the head itself')
         super().__init__(**kwargs)
         self.rswatt_blocks = nn.Sequential(
             *[RSWAttResidual(self.channels, num_heads, window_sizes,

@@ -26,9 +26,9 @@ from mmdet.models.dense_heads import RepPointsHead
 from mmdet.models.losses import QualityFocalLoss
 from mmdet.models.task_modules.assigners import ATSSAssigner
 from mmdet.models.utils import unmap
-from mmdet.structures.bbox import bbox_overlaps
 from mmdet.registry import MODELS as MMDET_MODELS
 from mmdet.registry import TASK_UTILS as MMDET_TASK_UTILS
+from mmdet.structures.bbox import bbox_overlaps
 from mmdet.utils import InstanceList, OptInstanceList
 from mmengine.config import ConfigDict
 from mmengine.structures import InstanceData

@@ -1,17 +1,36 @@
 from .corner_pool import CornerPoolBlock
 from .patch import PatchEmbed, PatchMerging
 from .position import PixelPositionEncoding
-from .rswatt import (ReconstructedWindowAttention, RSWAttBlock, RSWAttOutput,
-                     build_rswatt_attention)
-from .rswatt_parts import (AnchorExtents, ConcatFusion, DirectExtents,
-                           EnhancedAnchorExtents, GateFusion, MLPReweighting,
-                           OffsetExtents, ScaleFusion, SoftWindows,
-                           WindowPredictor, WindowReconstruction)
+from .rswatt import (
+                     ReconstructedWindowAttention,
+                     RSWAttBlock,
+                     RSWAttOutput,
+                     build_rswatt_attention,
+)
+from .rswatt_parts import (
+                     AnchorExtents,
+                     ConcatFusion,
+                     DirectExtents,
+                     EnhancedAnchorExtents,
+                     GateFusion,
+                     MLPReweighting,
+                     OffsetExtents,
+                     ScaleFusion,
+                     SoftWindows,
+                     WindowPredictor,
+                     WindowReconstruction,
+)
 from .transformer import MultiheadSelfAttention, TransformerLayer
-from .window_msa import (GlobalAttention, HaloSlidingWindowAttention,
-                         PerformerAttention, SlidingWindowAttention,
-                         SwinAttention, SwinBlock, WindowAttention,
-                         build_swin_attention)
+from .window_msa import (
+                     GlobalAttention,
+                     HaloSlidingWindowAttention,
+                     PerformerAttention,
+                     SlidingWindowAttention,
+                     SwinAttention,
+                     SwinBlock,
+                     WindowAttention,
+                     build_swin_attention,
+)
 
 __all__ = [
     'CornerPoolBlock', 'PatchEmbed', 'PatchMerging', 'SwinAttention',

@@ -34,12 +34,23 @@ from mmcv.cnn.bricks.drop import build_dropout
 from mmengine.model import BaseModule
 from mmengine.model.weight_init import trunc_normal_
 
-from mmvisattn.ops import (attend, fast_linear, fast_path_allowed,
-                           packed_weights_scope, sliding_relative_index)
+from mmvisattn.ops import (
+    attend,
+    fast_linear,
+    fast_path_allowed,
+    packed_weights_scope,
+    sliding_relative_index,
+)
 from mmvisattn.registry import MODELS
+
 from .mlp import Mlp
-from .rswatt_parts import (ScaleFusion, WindowPredictor, WindowReconstruction,
-                           build_part, resolve_part)
+from .rswatt_parts import (
+    ScaleFusion,
+    WindowPredictor,
+    WindowReconstruction,
+    build_part,
+    resolve_part,
+)
 
 
 class RSWAttOutput(NamedTuple):
@@ -50,59 +61,6 @@ class RSWAttOutput(NamedTuple):
     extents: Optional[torch.Tensor] = None
     #: (B, n, C) the global tokens' output; None without global tokens
     global_out: Optional[torch.Tensor] = None
-
-
-# the string options before the parts, for errors that name their new form
-_PREDICTOR_TYPES = {'direct': 'DirectExtents', 'offsets': 'OffsetExtents',
-                    'anchors': 'AnchorExtents',
-                    'enhanced_anchors': 'EnhancedAnchorExtents'}
-_FUSION_TYPES = {'gate': 'GateFusion', 'concat': 'ConcatFusion'}
-REMOVED_OPTIONS = ('predictor', 'anchors', 'init_extent', 'predictor_gain',
-                   'adaptive', 'reconstruct', 'temperature')
-
-
-def _dict_repr(d: dict) -> str:
-    items = ', '.join(f'{k}={v!r}' for k, v in d.items() if k != 'type')
-    return f"dict(type={d['type']!r}{', ' if items else ''}{items})"
-
-
-def _new_form(old: dict) -> str:
-    """The parts that replace the removed string options ``old``."""
-    new = {}
-    if old.get('reconstruct') == 'mlp':
-        new['reconstruction'] = dict(type='MLPReweighting')
-        new['window_predictor'] = None
-    elif 'temperature' in old or 'reconstruct' in old:
-        new['reconstruction'] = dict(type='SoftWindows')
-        if 'temperature' in old:
-            new['reconstruction']['temperature'] = old['temperature']
-    if old.get('reconstruct') != 'mlp':
-        if old.get('adaptive', True) is False:
-            new['window_predictor'] = None
-        elif {'predictor', 'anchors', 'init_extent', 'predictor_gain'} & \
-                set(old):
-            kind = old.get('predictor', 'direct')
-            pred = dict(type=_PREDICTOR_TYPES.get(
-                kind, ' | '.join(_PREDICTOR_TYPES.values())))
-            # only what the old predictor used (it ignored the rest)
-            if 'init_extent' in old and kind in ('direct', 'offsets'):
-                pred['init_extent'] = old['init_extent']
-            if 'anchors' in old and 'anchors' in kind:
-                pred['anchors'] = old['anchors']
-            if 'predictor_gain' in old and kind != 'offsets':
-                pred['gain'] = old['predictor_gain']
-            new['window_predictor'] = pred
-    if 'fusion' in old:
-        new['fusion'] = dict(type=_FUSION_TYPES[old['fusion']])
-    return ', '.join(f'{k}={_dict_repr(v) if isinstance(v, dict) else v}'
-                     for k, v in new.items()) or '(the defaults)'
-
-
-def removed_options_error(owner: str, old: dict) -> ValueError:
-    given = ', '.join(f'{k}={v!r}' for k, v in old.items())
-    return ValueError(
-        f'{owner}: {given} is now {_new_form(old)} (RSWAtt variants are '
-        'parts chosen by type: docs/backbones.md#rswatt)')
 
 
 @MODELS.register_module()
@@ -131,22 +89,8 @@ class ReconstructedWindowAttention(BaseModule):
     ``forward(x, global_tokens=None)`` returns an :class:`RSWAttOutput`.
     The parameters are ``qkv``, ``proj`` and ``relative_position_bias_tables``
     here, and each part's under ``window_pred``, ``reconstruction`` and
-    ``fusion``; checkpoints of the flat layout before the parts load
-    (:meth:`_flat_layout`).
+    ``fusion``.
     """
-    # keys of the flat layout before the parts -> the parts' keys (a key
-    # ending in '.' is a prefix)
-    FLAT_LAYOUT = {
-        'window_pred.weight': 'window_pred.linear.weight',
-        'window_pred.bias': 'window_pred.linear.bias',
-        'window_pred.0.': 'window_pred.mlp.0.',
-        'window_pred.2.': 'window_pred.mlp.2.',
-        'scale_gate.': 'fusion.gate.',
-        'scale_weights': 'fusion.scale_weights',
-        'logit_scale': 'reconstruction.logit_scale',
-        'reweight.': 'reconstruction.reweight.',
-    }
-
     def __init__(self,
                  embed_dims: int,
                  num_heads: int,
@@ -158,18 +102,8 @@ class ReconstructedWindowAttention(BaseModule):
                  qkv_bias: bool = True,
                  attn_drop: float = 0.,
                  proj_drop: float = 0.,
-                 init_cfg: Optional[dict] = None,
-                 **removed):
+                 init_cfg: Optional[dict] = None):
         super().__init__(init_cfg=init_cfg)
-        name = type(self).__name__
-        old = {k: v for k, v in removed.items() if k in REMOVED_OPTIONS}
-        if isinstance(fusion, str) and fusion in _FUSION_TYPES:
-            old['fusion'] = fusion
-        if old:
-            raise removed_options_error(name, old)
-        if removed:
-            raise TypeError(f'{name} got unexpected options '
-                            f'{", ".join(sorted(removed))}')
         if embed_dims % num_heads:
             raise ValueError(f'embed_dims {embed_dims} is not divisible by '
                              f'num_heads {num_heads}')
@@ -204,22 +138,6 @@ class ReconstructedWindowAttention(BaseModule):
             self.register_buffer(f'relative_index_{m}',
                                  sliding_relative_index(m).clone(),
                                  persistent=False)
-        self._register_load_state_dict_pre_hook(self._flat_layout)
-
-    @classmethod
-    def _flat_layout(cls, state_dict, prefix, *args, **kwargs):
-        """Checkpoints saved before the parts kept every parameter on the
-        layer (``window_pred.weight`` or ``window_pred.{0,2}.*``,
-        ``scale_gate.*``, ``scale_weights``, ``logit_scale``,
-        ``reweight.*``); they now belong to the parts."""
-        for key in [k for k in state_dict if k.startswith(prefix)]:
-            rest = key[len(prefix):]
-            for old, new in cls.FLAT_LAYOUT.items():
-                if rest == old or (old.endswith('.')
-                                   and rest.startswith(old)):
-                    state_dict[prefix + new + rest[len(old):]] = \
-                        state_dict.pop(key)
-                    break
 
     def init_weights(self):
         super().init_weights()

@@ -28,9 +28,11 @@ from typing import List, Optional, Sequence, Tuple
 import torch
 import torch.nn as nn
 
-from mmvisattn.ops import (reconstructed_window_attention,
-                           reweighted_window_attention,
-                           sliding_window_attention_blocked)
+from mmvisattn.ops import (
+    reconstructed_window_attention,
+    reweighted_window_attention,
+    sliding_window_attention_blocked,
+)
 from mmvisattn.registry import MODELS
 
 # anchor windows as fractions of the largest extents (left, right, top,

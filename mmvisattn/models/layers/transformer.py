@@ -12,6 +12,7 @@ from mmcv.cnn.bricks.drop import build_dropout
 from mmengine.model import BaseModule
 
 from mmvisattn.ops import window_attention, window_attention_weights
+
 from .mlp import Mlp
 
 

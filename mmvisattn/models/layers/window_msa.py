@@ -43,9 +43,8 @@ Options of :class:`WindowAttention` alone:
   whose short side equals the window is not shifted, and one smaller than
   the window is refused.
 
-An option the chosen kind does not take, and the keys of the older API
-(``attn_type=``, ``position=``), are errors that name what to write
-instead (:func:`build_swin_attention`).
+An option the chosen kind does not take is an error that names it and the
+kind's options (:func:`build_swin_attention`).
 """
 import inspect
 import math
@@ -60,18 +59,29 @@ from mmcv.cnn.bricks.drop import build_dropout
 from mmengine.model import BaseModule
 from mmengine.model.weight_init import trunc_normal_
 
-from mmvisattn.ops import (SHIFT_MODES, attend, fast_linear,
-                           fast_path_allowed,
-                           orthogonal_random_features, packed_weights_scope,
-                           padding_key_mask, performer_attention,
-                           relative_position_index, shifted_window_mask,
-                           sliding_relative_index,
-                           sliding_window_attention_blocked,
-                           sliding_window_attention_naive, window_attention,
-                           window_attention_recorded,
-                           window_attention_weights, window_layout)
+from mmvisattn.ops import (
+    SHIFT_MODES,
+    attend,
+    fast_linear,
+    fast_path_allowed,
+    orthogonal_random_features,
+    packed_weights_scope,
+    padding_key_mask,
+    performer_attention,
+    relative_position_index,
+    resize_relative_position_table,
+    shifted_window_mask,
+    sliding_relative_index,
+    sliding_window_attention_blocked,
+    sliding_window_attention_naive,
+    window_attention,
+    window_attention_recorded,
+    window_attention_weights,
+    window_layout,
+)
 from mmvisattn.ops.symbolic import is_concrete, recording, size_tensor
 from mmvisattn.registry import MODELS
+
 from .mlp import Mlp
 
 DEFAULT_ATTENTION = 'WindowAttention'
@@ -79,33 +89,6 @@ DEFAULT_ATTENTION = 'WindowAttention'
 # state and one chunk of windows' q/k/v/logits stay in the CPU's L2/L3
 # instead of streaming the whole map through memory between ops.
 CHUNK_TOKENS = 4096
-# The older API's keys and what to write instead (the error says it).
-REMOVED_OPTIONS = {
-    'attn_type': "attn_cfg=dict(type=...): 'window' -> 'WindowAttention', "
-                 "'sliding' -> 'SlidingWindowAttention', 'sliding_blocked' "
-                 "-> 'HaloSlidingWindowAttention', 'performer' -> "
-                 "'PerformerAttention', 'global' -> 'GlobalAttention'",
-    'position': "the backbone's use_abs_pos_embed and attn_cfg's "
-                "relative_position / use_content: 'relative' -> the "
-                "defaults, 'none' -> relative_position=False, 'absolute' -> "
-                'use_abs_pos_embed=True with relative_position=False, '
-                "'absolute+relative' -> use_abs_pos_embed=True, "
-                "'relative_only' -> use_content=False",
-    'shift_mode': "attn_cfg=dict(type='WindowAttention', shift_mode=...) "
-                  '(an option of window attention)',
-}
-
-
-def refuse_removed(owner: str, options: dict,
-                   keys=tuple(REMOVED_OPTIONS)) -> None:
-    """``TypeError`` naming the new form for a key of the older API (one of
-    ``keys``) in ``options``."""
-    for key in options:
-        if key in keys:
-            raise TypeError(f'{owner}: {key}={options[key]!r} is no longer '
-                            f'an option; write {REMOVED_OPTIONS[key]}')
-
-
 def attention_class(attn_cfg: Optional[dict]) -> type:
     """The :class:`SwinAttention` kind named by ``attn_cfg['type']``
     (``WindowAttention`` when absent); ``ValueError`` naming the field
@@ -133,10 +116,9 @@ def attention_options(cls: type) -> set:
 
 
 def check_attn_cfg(owner: str, attn_cfg: Optional[dict]) -> type:
-    """The attention class of ``attn_cfg``, after refusing the older keys
-    and any option the class does not take (``TypeError`` naming it)."""
+    """The attention class of ``attn_cfg``, after refusing any option the
+    class does not take (``TypeError`` naming it)."""
     attn_cfg = dict(attn_cfg or {})
-    refuse_removed(owner, attn_cfg, ('attn_type', 'position'))
     cls = attention_class(attn_cfg)
     unknown = set(attn_cfg) - {'type'} - attention_options(cls)
     if unknown:
@@ -220,11 +202,19 @@ class SwinAttention(BaseModule):
         return [name for name, cls in MODELS.module_dict.items()
                 if isinstance(cls, type) and issubclass(cls, SwinAttention)]
 
-    @staticmethod
-    def _drop_position_index(state_dict, prefix, *args, **kwargs):
+    def _drop_position_index(self, state_dict, prefix, *args, **kwargs):
         """Released checkpoints store ``relative_position_index``; it is
-        derived from the window size and rebuilt here, never loaded."""
+        derived from the window size and rebuilt here, never loaded. A table
+        of another window (7 at 224, loaded at 12) is resized bicubically,
+        as mmdet, mmseg and timm resize it."""
         state_dict.pop(prefix + 'relative_position_index', None)
+        table = state_dict.get(prefix + 'relative_position_bias_table')
+        own = self.relative_position_bias_table
+        if table is not None and own is not None and \
+                table.dim() == 2 and table.shape[1] == own.shape[1] and \
+                table.shape[0] != own.shape[0]:
+            state_dict[prefix + 'relative_position_bias_table'] = \
+                resize_relative_position_table(table, self.window_size)
 
     def init_weights(self):
         super().init_weights()

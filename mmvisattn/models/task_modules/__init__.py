@@ -1,5 +1,9 @@
-from .verification_targets import (CornerTargetAssigner, CornerTargets,
-                                   foreground_targets, gaussian_radius)
+from .verification_targets import (
+                                   CornerTargetAssigner,
+                                   CornerTargets,
+                                   foreground_targets,
+                                   gaussian_radius,
+)
 
 __all__ = [
     'CornerTargetAssigner', 'CornerTargets', 'foreground_targets',

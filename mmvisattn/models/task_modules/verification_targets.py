@@ -1,7 +1,7 @@
 """Training targets of RepPoints v2's verification branches, computed from
 the ground-truth boxes: corner heatmaps with sub-pixel offsets (corner
 verification) and per-class foreground maps (foreground verification)."""
-from typing import NamedTuple, Sequence, Tuple
+from typing import NamedTuple, Tuple
 
 import torch
 from torch import Tensor

@@ -1,23 +1,32 @@
 from mmvisattn.checkpoint import extract_state_dict, load_pretrained
-from .swin_convert import (count_swin_stages, detect_swin_layout,
-                           is_mmvisattn_ffn_swin, is_official_swin,
-                           is_openmmlab_swin, is_timm_swin,
+
+from .swin_convert import (
+                           count_swin_stages,
+                           detect_swin_layout,
+                           is_official_swin,
+                           is_openmmlab_swin,
+                           is_timm_swin,
                            swin_any_to_mmvisattn,
-                           swin_mmvisattn_ffn_to_mmvisattn,
                            swin_official_to_mmvisattn,
-                           swin_openmmlab_to_mmvisattn, swin_timm_to_mmvisattn,
-                           swin_to_mmdet, swin_to_official)
-from .tnt_convert import (detect_tnt_layout, tnt_any_to_mmvisattn,
-                          tnt_mmpretrain_to_mmvisattn,
-                          tnt_official_to_mmvisattn, tnt_timm_to_mmvisattn)
+                           swin_openmmlab_to_mmvisattn,
+                           swin_timm_to_mmvisattn,
+                           swin_to_mmdet,
+                           swin_to_official,
+)
+from .tnt_convert import (
+                           detect_tnt_layout,
+                           tnt_any_to_mmvisattn,
+                           tnt_mmpretrain_to_mmvisattn,
+                           tnt_official_to_mmvisattn,
+                           tnt_timm_to_mmvisattn,
+)
 
 __all__ = [
     'extract_state_dict', 'load_pretrained', 'swin_official_to_mmvisattn',
     'swin_to_official', 'swin_to_mmdet', 'swin_openmmlab_to_mmvisattn',
     'swin_timm_to_mmvisattn', 'swin_any_to_mmvisattn', 'detect_swin_layout',
     'count_swin_stages', 'is_official_swin', 'is_timm_swin',
-    'is_openmmlab_swin', 'is_mmvisattn_ffn_swin',
-    'swin_mmvisattn_ffn_to_mmvisattn', 'detect_tnt_layout',
+    'is_openmmlab_swin', 'detect_tnt_layout',
     'tnt_any_to_mmvisattn', 'tnt_mmpretrain_to_mmvisattn',
     'tnt_official_to_mmvisattn', 'tnt_timm_to_mmvisattn'
 ]

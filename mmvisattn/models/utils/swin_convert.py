@@ -4,10 +4,7 @@ Ours is the official release layout: the classification release's names,
 with one norm per output (``norm{i}``; the classifier's final ``norm``
 becomes ``norm3``) exactly as the authors' detection and segmentation
 releases (Swin-Transformer-Object-Detection / -Semantic-Segmentation) name
-them, so their whole checkpoints load as they are. Our checkpoints from
-before the MLP took the release names (``mlp.layers.0.0`` / ``mlp.layers.1``,
-mmcv's ``FFN``; layout ``'mmvisattn-ffn'``) are renamed by
-:class:`~mmvisattn.models.layers.Mlp`'s load pre-hook, and here.
+them, so their whole checkpoints load as they are.
 mmdet, mmseg and mmpretrain share another layout (``stages``, ``w_msa``,
 ``ffn``, ``projection``, patch merging in ``nn.Unfold`` order).
 timm >= 0.9 keeps the official names but opens each stage i > 0 with the
@@ -20,8 +17,6 @@ from typing import Dict
 
 import torch
 
-_FFN_TO_RELEASE = (('.mlp.layers.0.0.', '.mlp.fc1.'), ('.mlp.layers.1.',
-                                                        '.mlp.fc2.'))
 # Derived buffers of the official model: we rebuild them, never load them.
 _DERIVED = re.compile(r'(relative_position_index|relative_coords_table|'
                       r'attn_mask)$')
@@ -194,36 +189,16 @@ def swin_timm_to_mmvisattn(state_dict: Dict[str, torch.Tensor],
     return swin_official_to_mmvisattn(official, num_stages)
 
 
-def is_mmvisattn_ffn_swin(state_dict: Dict[str, torch.Tensor]) -> bool:
-    """Our layout before the MLP took the release names: official names
-    except mmcv ``FFN``'s ``mlp.layers.0.0`` / ``mlp.layers.1``."""
-    return any(k.startswith('layers.') and '.mlp.layers.0.0.' in k
-               for k in state_dict)
-
-
-def swin_mmvisattn_ffn_to_mmvisattn(state_dict: Dict[str, torch.Tensor],
-                                    num_stages: int = 4
-                                    ) -> 'OrderedDict[str, torch.Tensor]':
-    """Our older checkpoints -> ours (the MLP renamed, nothing else)."""
-    out = OrderedDict()
-    for key, value in drop_derived_buffers(state_dict).items():
-        for old, new in _FFN_TO_RELEASE:
-            key = key.replace(old, new)
-        out[key] = value
-    return out
-
-
 # Checked in this order; each test excludes the layouts checked before it.
 # 'official' is also ours (see the module doc).
 _LAYOUTS = (('timm', is_timm_swin), ('official', is_official_swin),
-            ('openmmlab', is_openmmlab_swin),
-            ('mmvisattn-ffn', is_mmvisattn_ffn_swin))
+            ('openmmlab', is_openmmlab_swin))
 
 
 def detect_swin_layout(state_dict: Dict[str, torch.Tensor]) -> str:
     """``'official'`` (the release layout, also ours), ``'timm'``,
-    ``'openmmlab'`` (mmdet/mmseg/mmpretrain) or ``'mmvisattn-ffn'`` (our
-    older checkpoints); a ``ValueError`` naming a few keys otherwise.
+    or ``'openmmlab'`` (mmdet/mmseg/mmpretrain); a ``ValueError`` naming a
+    few keys otherwise.
 
     Expects the backbone's keys (``extract_state_dict`` strips wrappers).
     """
@@ -235,7 +210,7 @@ def detect_swin_layout(state_dict: Dict[str, torch.Tensor]) -> str:
                                    if len(keys) > 5 else '')
     raise ValueError(
         'not a Swin Transformer state dict in any known layout (official, '
-        f'timm, mmdet/mmseg/mmpretrain, older mmvisattn); its keys: '
+        f'timm, mmdet/mmseg/mmpretrain); its keys: '
         f'{shown or "none"}')
 
 
@@ -265,5 +240,4 @@ _TO_MMVISATTN = {
     'timm': swin_timm_to_mmvisattn,
     'official': swin_official_to_mmvisattn,
     'openmmlab': swin_openmmlab_to_mmvisattn,  # mmdet / mmseg / mmpretrain
-    'mmvisattn-ffn': swin_mmvisattn_ffn_to_mmvisattn,
 }

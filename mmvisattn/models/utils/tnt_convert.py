@@ -10,9 +10,8 @@
 
 Attention weights become one ``qkv`` (timm's ``qk`` and ``v`` concatenated;
 mmpretrain's packed ``in_proj`` as is); MLPs become ``mlp.fc1`` /
-``mlp.fc2`` (the release names; our older mmcv ``FFN`` names are renamed by
-:class:`~mmvisattn.models.layers.Mlp` on load). Classifier heads keep their
-keys under ``head.``.
+``mlp.fc2`` (the release names). Classifier heads keep their keys under
+``head.``.
 """
 import re
 from collections import OrderedDict

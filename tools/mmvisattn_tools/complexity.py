@@ -147,9 +147,11 @@ def _flat_tensors(out: Any) -> Tuple[torch.Tensor, ...]:
 def _roi_dummy(roi_head: nn.Module, x: Tuple[torch.Tensor, ...],
                img: torch.Tensor) -> tuple:
     """mmdet 2.x ``roi_head.forward_dummy(x, 1000 random proposals)``."""
-    from mmdet.models.roi_heads import (CascadeRoIHead,
-                                        HybridTaskCascadeRoIHead,
-                                        StandardRoIHead)
+    from mmdet.models.roi_heads import (
+        CascadeRoIHead,
+        HybridTaskCascadeRoIHead,
+        StandardRoIHead,
+    )
     from mmdet.structures.bbox import bbox2roi
     rois = bbox2roi([_random_proposals(NUM_DUMMY_PROPOSALS, img)])
     mask_rois = rois[:NUM_DUMMY_MASK_ROIS]

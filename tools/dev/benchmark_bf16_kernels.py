@@ -1,7 +1,7 @@
 """The CPU kernels of the inference fast path against what they replace,
 on Swin-T's shapes, three runs in one process:
 
-    python tools/analysis_tools/benchmark_bf16_kernels.py [--threads 2] \
+    python tools/dev/benchmark_bf16_kernels.py [--threads 2] \
         [--runs 3] [--only linear packing attention]
 
 * linears: a weight packed once as bf16 for oneDNN (``ops.linear``, what
@@ -17,14 +17,11 @@ Prints milliseconds (median of 30 calls) and ratios (ours / peer).
 docs/benchmarks.md quotes its output.
 """
 import argparse
-import os.path as osp
-import sys
 
 import torch
 import torch.nn.functional as F
 
-sys.path.insert(0, osp.join(osp.dirname(osp.abspath(__file__)), '..'))
-from tool_common import median_ms  # noqa: E402
+from mmvisattn_tools.common import median_ms  # noqa: E402
 
 
 def timed(fn):

@@ -27,20 +27,17 @@ One set of scenes is written twice, as the demo: COCO instances (visible
 masks as polygons, visible boxes) for detection and the ADE20K layout
 (label PNGs, 0 = background) for semantic segmentation.
 
-    python tools/make_rswatt_bench.py [data/rswatt_bench] [--num-train 400]
+    python tools/dev/make_rswatt_bench.py [data/rswatt_bench] [--num-train 400]
         [--num-val 60] [--size 128 128] [--seed 0]
 """
 import argparse
-import os.path as osp
-import sys
 from typing import Dict, List, Tuple
 
 import cv2
 import numpy as np
 
 # the demo data's writer (same layout); tools/ is not a package
-sys.path.insert(0, osp.dirname(osp.abspath(__file__)))
-from make_demo_data import write_scenes  # noqa: E402
+from mmvisattn_tools.demo_data import write_scenes
 
 CLASSES = ('square', 'disc', 'triangle', 'ring', 'bar')
 # the shared palette (BGR): objects and distractors alike, jittered

@@ -1,6 +1,5 @@
 """Command line and config handling shared by the tools (train, test, the
-analysis tools, demo/image_demo.py). Tool code: not part of the runtime
-package; each tool puts ``tools/`` on ``sys.path`` to import it."""
+analysis tools, demo/image_demo.py)."""
 import argparse
 import os
 import os.path as osp
@@ -85,3 +84,26 @@ def close_distributed() -> None:
     import torch.distributed as dist
     if dist.is_available() and dist.is_initialized():
         dist.destroy_process_group()
+
+
+def mixed_precision(cfg, dtype=None):
+    """Switch ``cfg.optim_wrapper`` to mixed precision; returns what
+    changed, for the log."""
+    import torch
+    if torch.cuda.is_available():
+        dtype = dtype or 'float16'
+        # mmengine's AmpOptimWrapper, with mmcv's ops in fp32 under bf16
+        cfg.optim_wrapper.type = 'mmvisattn.AmpOptimWrapper'
+        cfg.optim_wrapper.dtype = dtype
+        if dtype == 'float16':
+            cfg.optim_wrapper.setdefault('loss_scale', 'dynamic')
+        return [f'optim_wrapper.type = mmvisattn.AmpOptimWrapper ({dtype}'
+                + (', dynamic loss scale)' if dtype == 'float16' else ')')]
+    if dtype == 'float16':
+        raise SystemExit(
+            '--amp-dtype float16: no GPU is visible, and CPU autocast runs '
+            'bfloat16 only; use --amp (bfloat16 on a CPU)')
+    cfg.optim_wrapper.type = 'mmvisattn.BF16OptimWrapper'
+    cfg.optim_wrapper.pop('loss_scale', None)
+    return ['optim_wrapper.type = mmvisattn.BF16OptimWrapper (no GPU '
+            'visible: bfloat16 autocast on the CPU, no loss scale)']

@@ -2,7 +2,7 @@
 wrapper built by mmengine's Runner as tools/train.py builds them (``--amp``
 as there), a few timed steps, then one step under ``torch.profiler``:
 
-    python tools/analysis_tools/profile_train_step.py CONFIG [--amp]
+    python tools/dev/profile_train_step.py CONFIG [--amp]
         [--warmup 3] [--steps 4] [--rows 25] [--threads N]
         [--cfg-options KEY=VALUE ...]
 
@@ -15,8 +15,6 @@ and the optimizer's step with its element-wise ops (fp32 with or without
 detector.
 """
 import argparse
-import os.path as osp
-import sys
 import tempfile
 import time
 
@@ -24,9 +22,10 @@ import torch
 from mmengine.config import Config, DictAction
 from mmengine.runner import Runner
 
-sys.path.insert(0, osp.join(osp.dirname(osp.abspath(__file__)), '..'))
-from tool_common import prepare_config  # noqa: E402
-from train import mixed_precision  # noqa: E402
+from mmvisattn_tools.common import (
+    mixed_precision,  # noqa: E402
+    prepare_config,  # noqa: E402
+)
 
 # operator name -> group; an operator in none of them counts as 'other'
 GROUPS = (

@@ -1,0 +1,130 @@
+"""What a refactoring must leave unchanged, per config of this repository.
+
+For every config under ``configs/`` (``_base_`` aside) the model is built as
+mmengine's Runner builds it (the config's ``custom_imports`` and
+``default_scope``), and one line is written per config: its parameter count,
+how many parameters and modules ``train()`` freezes, and a SHA-256 of the
+backbone's outputs with deterministic weights (each floating tensor drawn
+from a generator seeded by its state-dict key) on a fixed input. Equal
+hashes mean outputs that differ by exactly 0.0.
+
+    python tools/dev/check_unchanged.py > before.jsonl     # on the old commit
+    python tools/dev/check_unchanged.py > after.jsonl      # on the new one
+    python tools/dev/check_unchanged.py --compare before.jsonl after.jsonl
+
+Run it from the checkout whose package is imported (``PYTHONPATH=.`` for a
+second worktree); the first line names the package it imported.
+"""
+import argparse
+import glob
+import hashlib
+import json
+import os.path as osp
+import sys
+import zlib
+
+import torch
+from mmengine.config import Config
+from mmengine.registry import MODELS, DefaultScope
+from mmengine.utils import import_modules_from_strings
+
+ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+
+
+def _configs(pattern):
+    paths = glob.glob(osp.join(ROOT, 'configs', '**', '*.py'), recursive=True)
+    return sorted(p for p in paths if '_base_' not in p
+                  and (pattern is None or pattern in p))
+
+
+def _deterministic_weights(model: torch.nn.Module) -> None:
+    """Each floating tensor from a generator seeded by its key: the same
+    weights whatever order the modules are built in."""
+    with torch.no_grad():
+        for key, tensor in model.state_dict(keep_vars=True).items():
+            if not tensor.is_floating_point():
+                continue
+            g = torch.Generator().manual_seed(zlib.crc32(key.encode()))
+            value = torch.randn(tensor.shape, generator=g) * 0.05
+            if tensor.dim() == 1 and key.endswith('weight'):
+                value += 1.  # norm scales around one
+            tensor.copy_(value)
+
+
+def _backbone_hash(backbone: torch.nn.Module) -> str:
+    """SHA-256 of the backbone's outputs on a fixed input; the input grows
+    to 32 windows where a classifier refuses maps smaller than a window."""
+    backbone.eval()
+    sizes = [(224, 288)]
+    window = getattr(backbone, 'window_size', None)
+    if isinstance(window, int):
+        sizes.append((32 * window, ) * 2)
+    error = None
+    for hw in sizes:
+        x = torch.randn(1, 3, *hw, generator=torch.Generator().manual_seed(0))
+        try:
+            with torch.no_grad():
+                outs = backbone(x)
+        except Exception as e:  # noqa: BLE001 - the next size may fit
+            error = e
+            continue
+        digest = hashlib.sha256()
+        for out in (outs if isinstance(outs, (tuple, list)) else [outs]):
+            digest.update(str(tuple(out.shape)).encode())
+            digest.update(out.contiguous().numpy().tobytes())
+        return digest.hexdigest()[:16]
+    return f'error: {type(error).__name__}: {error}'
+
+
+def describe(path: str) -> dict:
+    cfg = Config.fromfile(path)
+    if cfg.get('custom_imports'):
+        import_modules_from_strings(**cfg.custom_imports)
+    torch.manual_seed(0)  # buffers drawn at build (random features)
+    with DefaultScope.overwrite_default_scope(cfg.get('default_scope')):
+        model = MODELS.build(cfg.model)
+    row = dict(config=osp.relpath(path, ROOT),
+               params=sum(p.numel() for p in model.parameters()))
+    model.train()
+    row['frozen_params'] = sum(p.numel() for p in model.parameters()
+                               if not p.requires_grad)
+    row['eval_modules'] = sum(not m.training for m in model.modules())
+    _deterministic_weights(model)
+    row['backbone_outputs'] = _backbone_hash(model.backbone)
+    return row
+
+
+def compare(before: str, after: str) -> int:
+    def read(path):
+        with open(path) as f:
+            # mmengine logs to stdout too: only the JSON lines are rows
+            rows = [json.loads(line) for line in f if line.startswith("{")]
+        return {r['config']: r for r in rows if 'config' in r}
+
+    old, new = read(before), read(after)
+    changed = 0
+    for name in sorted(set(old) | set(new)):
+        a, b = old.get(name), new.get(name)
+        if a != b:
+            changed += 1
+            print(f'CHANGED {name}\n  before {a}\n  after  {b}')
+    print(f'{len(set(old) & set(new))} configs in both, {changed} changed')
+    return int(changed > 0)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--only', help='configs whose path contains this')
+    parser.add_argument('--compare', nargs=2, metavar=('BEFORE', 'AFTER'))
+    args = parser.parse_args()
+    if args.compare:
+        sys.exit(compare(*args.compare))
+    import mmvisattn
+    print(json.dumps(dict(package=osp.dirname(mmvisattn.__file__))),
+          flush=True)
+    for path in _configs(args.only):
+        print(json.dumps(describe(path)), flush=True)
+
+
+if __name__ == '__main__':
+    main()
