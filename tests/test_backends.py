@@ -36,6 +36,8 @@ BACKBONES = {
         SMALL_CHUNKS, type='PerformerAttention')),
     'swin-global-block': dict(SWIN, extra_global_block=True,
                               attn_cfg=dict(SMALL_CHUNKS)),
+    'swinv2': dict(SWIN, type='SwinTransformerV2', window_size=4,
+                   attn_cfg=dict(SMALL_CHUNKS)),
     'tnt-pyramid': dict(type='TNT', arch='small', out_type='pyramid',
                         img_size=64, drop_path_rate=0.3),
     'rswatt': dict(type='RSWAttTransformer', arch=dict(

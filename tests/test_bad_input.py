@@ -28,6 +28,8 @@ SEG_DEMO = osp.join(REPO, 'configs', 'demo', 'upernet_swin-t_shapes-ade.py')
 BACKBONES = {
     'swin': dict(type='SwinTransformer', embed_dims=16, depths=(1, 1, 1, 1),
                  num_heads=(1, 1, 2, 2)),
+    'swinv2': dict(type='SwinTransformerV2', embed_dims=16,
+                   depths=(1, 1, 1, 1), num_heads=(1, 1, 2, 2)),
     'tnt': dict(type='TNT', arch=dict(inner_dims=8, outer_dims=32,
                                       depth=4, inner_heads=1,
                                       outer_heads=2)),

@@ -24,8 +24,15 @@ pytestmark = [pytest.mark.slow, pytest.mark.dist]
 # against 1 process x batch 2, same images in the same order, no random
 # augmentation, drop path or dropout, SyncBN: equal up to float summation
 # order, i.e. in the 4 decimals of mmengine's log (measured: identical for 4
-# iterations; final weight checksums 2.5e-6 apart).
+# iterations).
 LOSS_ATOL = 1.5e-4
+# The final weight checksums, relative: 1.2e-5 apart measured with the
+# relative position tables starting at zero (mmdet's and mmseg's Swin
+# initialisation, which ours follows), 6e-7 with them drawn: AdamW's first
+# steps move every parameter by about the learning rate whatever its
+# gradient's size, so float-order noise in small gradients shows in the
+# weights. 4x the measured gap.
+CHECKSUM_RTOL = 5e-5
 
 
 def run(cmd, env=None, timeout=900):
@@ -108,7 +115,7 @@ def test_two_processes_track_one_process(runs):
     final_one = float(probe(runs['one'], 0)[-1][1])
     final_two = float(probe(runs['two'], 0)[-1][1])
     print('weight checksums 1x2 / 2x1:', final_one, final_two)
-    assert final_two == pytest.approx(final_one, rel=1e-5)
+    assert final_two == pytest.approx(final_one, rel=CHECKSUM_RTOL)
 
 
 def test_syncbn_synchronises_under_ddp_and_is_bn_in_one_process(runs):
@@ -222,7 +229,7 @@ rc=0; for p in "${pids[@]}"; do wait $p || rc=1; done; exit $rc
 
 
 def test_every_backbone_family_trains_under_ddp(shapes, tmp_path):
-    """Swin (with and without the HTC++ global block), the TNT pyramid,
+    """Swin (with and without the HTC++ global block), Swin V2, the TNT pyramid,
     RSWAtt and the ResNet RSWAtt plug-in each train 2 iterations of a real
     UperNet under 2-process DDP with mmengine's default
     ``find_unused_parameters=False`` (an unused parameter, such as the TNT
@@ -233,8 +240,8 @@ def test_every_backbone_family_trains_under_ddp(shapes, tmp_path):
          '--nproc_per_node', '2', '--master_port',
          str(29500 + os.getpid() % 300),
          osp.join(HELPERS, 'ddp_families.py'), shapes, str(tmp_path)])
-    families = ('swin', 'swin-global-block', 'tnt-pyramid', 'rswatt',
-                'resnet-rswatt-plugin')
+    families = ('swin', 'swin-global-block', 'swinv2', 'tnt-pyramid',
+                'rswatt', 'resnet-rswatt-plugin')
     for name in families:
         for rank in range(2):
             with open(tmp_path / f'{name}.rank{rank}.txt') as f:

@@ -51,6 +51,9 @@ RSWATT = dict(type='RSWAttTransformer',
 RSWATT_VIT = dict(type='RSWAttViT',
                   arch=dict(embed_dims=32, depth=2, num_heads=2),
                   img_size=64, window_sizes=(2, 4))
+SWIN_V2 = dict(type='SwinTransformerV2',
+               arch=dict(embed_dims=32, depths=(2, 2), num_heads=(2, 4)),
+               out_indices=(0, 1), window_size=4, pretrained_window_sizes=8)
 TNT = dict(type='TNT',
            arch=dict(outer_dims=48, inner_dims=12, outer_heads=2,
                      inner_heads=2, depth=4), img_size=64)
@@ -76,6 +79,11 @@ CONFIGS = {
     'swin-extra_global_block': dict(SWIN, extra_global_block=True),
     'swin-abs-pos-embed': dict(SWIN, use_abs_pos_embed=True,
                                pretrain_img_size=64),
+    'swinv2': SWIN_V2,
+    'swinv2-pad_small_map=False': dict(SWIN_V2, window_size=8,
+                                       pad_small_map=False),
+    'swinv2-abs-pos-embed': dict(SWIN_V2, use_abs_pos_embed=True,
+                                 img_size=64),
     'tnt-cls_token': dict(TNT, out_type='cls_token'),
     'tnt-pyramid': dict(TNT, out_type='pyramid'),
     'tnt-pyramid-legacy': dict(TNT, out_type='pyramid', legacy=True),
@@ -100,7 +108,8 @@ CONFIGS = {
 EXPORTERS = ('torchscript', 'dynamo', 'jit.trace')
 # the fast tier's one cheap test per exporter: dynamo and jit.trace here,
 # TorchScript in test_torchscript_export_takes_the_plain_path_under_no_grad
-FAST = {('swin-window-cyclic', 'dynamo'), ('swin-window-cyclic', 'jit.trace')}
+FAST = {('swin-window-cyclic', 'dynamo'), ('swin-window-cyclic', 'jit.trace'),
+        ('swinv2', 'jit.trace')}
 MATRIX = [
     pytest.param(name, exporter, id=f'{name}-{exporter}',
                  marks=() if (name, exporter) in FAST else pytest.mark.slow)
@@ -281,7 +290,7 @@ def test_a_static_export_refuses_another_size(exporter):
 def test_every_swin_attention_kind_is_in_the_matrix():
     """A new registered Swin attention kind gets its export tests here."""
     from mmvisattn.models.layers.window_msa import SwinAttention
-    exported = {cfg.get('attn_cfg', {}).get('type', 'WindowAttention')
-                for cfg in CONFIGS.values()
-                if cfg['type'] == 'SwinTransformer'}
+    exported = {cfg.get('attn_cfg', {}).get('type', MODELS.get(
+        cfg['type']).block.default_attention) for cfg in CONFIGS.values()
+        if cfg['type'].startswith('SwinTransformer')}
     assert set(SwinAttention.kinds()) <= exported

@@ -40,6 +40,7 @@ BUILD = textwrap.dedent('''
     x = torch.rand(1, 3, 64, 64)
     configs = dict(
         swin=dict(type='SwinTransformer', arch='tiny'),
+        swinv2=dict(type='SwinTransformerV2', arch='tiny'),
         tnt=dict(type='TNT', arch='small', img_size=64, out_type='pyramid'),
         rswatt=dict(type='RSWAttTransformer', pixel_pos_embed=True,
                     pretrain_img_size=32),
@@ -89,6 +90,8 @@ def test_import_and_backbones_without_compiled_mmcv_ops_and_mmpretrain():
     assert report['shapes'] == dict(
         swin=[[1, 96, 16, 16], [1, 192, 8, 8], [1, 384, 4, 4],
               [1, 768, 2, 2]],
+        swinv2=[[1, 96, 16, 16], [1, 192, 8, 8], [1, 384, 4, 4],
+                [1, 768, 2, 2]],
         tnt=[[1, 96, 16, 16], [1, 192, 8, 8], [1, 384, 4, 4],
              [1, 384, 2, 2]],
         rswatt=[[1, 96, 16, 16], [1, 192, 8, 8], [1, 384, 4, 4],

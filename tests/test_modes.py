@@ -54,7 +54,8 @@ def test_training_after_an_inference_mode_forward(name):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize('name', ['swin-cyclic', 'swin-sliding', 'rswatt'])
+@pytest.mark.parametrize('name',
+                         ['swin-cyclic', 'swin-sliding', 'swinv2', 'rswatt'])
 def test_ema_swap_validates_with_the_ema_weights(name):
     """mmengine's own EMAHook: validation after its swap equals a model
     loaded with the EMA weights, and after the swap back the original

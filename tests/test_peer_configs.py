@@ -12,7 +12,7 @@ import torch
 from mmengine.config import Config
 
 import mmvisattn  # noqa: F401
-from helpers import skip_weight_init
+from helpers import randomise, skip_weight_init
 from mmvisattn.models.backbones import SwinTransformer
 
 
@@ -35,17 +35,6 @@ def _unique_backbones(paths):
     return list(seen.values())
 
 
-def _randomise(model, seed=0):
-    """Weights with no special values (the peers start tables at zero);
-    norm scales around 1."""
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            scale = 1. if p.dim() == 1 and name.endswith('weight') else 0.
-            p.copy_(torch.randn(p.shape, generator=g) * 0.05 + scale)
-    return model
-
-
 DET_SEG = (
     [('mmdet', name, b)
      for name, b in _unique_backbones(_peer_configs('mmdet', 'swin'))] +
@@ -60,7 +49,7 @@ def test_detection_and_segmentation_configs_change_only_type(
     registry = __import__(f'{package}.registry', fromlist=['MODELS']).MODELS
     # every weight is set below: randomised, then copied into ours
     with skip_weight_init():
-        peer = _randomise(registry.build(copy.deepcopy(backbone)))
+        peer = randomise(registry.build(copy.deepcopy(backbone)))
         ours = SwinTransformer(**{k: v for k, v in backbone.items()
                                   if k != 'type'}).eval()
         # the config builds through the registry with only `type` changed
@@ -99,7 +88,7 @@ def test_mmpretrain_classifier_configs_change_only_type(name, backbone):
     # copied into ours
     with DefaultScope.overwrite_default_scope('mmpretrain'), \
             skip_weight_init():
-        peer = _randomise(MODELS.build(copy.deepcopy(cfg)))
+        peer = randomise(MODELS.build(copy.deepcopy(cfg)))
         peer.eval()
         cfg.backbone.type = 'mmvisattn.SwinTransformer'
         ours = MODELS.build(cfg).eval()

@@ -17,6 +17,7 @@ from mmengine.registry import DefaultScope
 from mmengine.runner import load_checkpoint, save_checkpoint
 
 import mmvisattn  # noqa: F401
+from helpers import randomise
 from mmvisattn.models.backbones import TNT, SwinTransformer
 
 
@@ -95,15 +96,6 @@ def _eval(model):
     return model
 
 
-def _randomise(model, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            scale = 1. if p.dim() == 1 and name.endswith('weight') else 0.
-            p.copy_(torch.randn(p.shape, generator=g) * 0.05 + scale)
-    return model
-
-
 def _input(peer, size=None):
     size = size or (peer.small.get('img_size') or 64)
     return torch.randn(2, 3, size, size,
@@ -120,10 +112,65 @@ def _assert_same_outputs(theirs, mine, atol=1e-5):
 
 @pytest.mark.parametrize('peer', PEERS, ids=IDS)
 def test_outputs_equal_with_the_peers_weights(peer):
-    theirs = _eval(_randomise(build_peer(peer)))
+    theirs = _eval(randomise(build_peer(peer)))
     ours = build_ours(peer).eval()
     ours.load_state_dict(theirs.state_dict(), strict=True)
     x = _input(peer)
+    with torch.no_grad():
+        _assert_same_outputs(theirs(x), ours(x))
+
+
+# one keyword at a time away from the peer's default (and the small
+# models' keywords), with the input it needs: (peer, keywords, input size,
+# input channels)
+DET_KEYWORDS = [
+    dict(window_size=2), dict(mlp_ratio=2), dict(out_indices=(1, 3)),
+    dict(qkv_bias=False), dict(qk_scale=0.5), dict(patch_norm=False),
+    dict(use_abs_pos_embed=False), dict(act_cfg=dict(type='ReLU')),
+    dict(with_cp=True), dict(drop_rate=0.1, attn_drop_rate=0.1,
+                             drop_path_rate=0.3),
+    dict(in_channels=4), dict(patch_size=2, strides=(2, 2, 2, 2)),
+    dict(pretrain_img_size=(64, 96), size=(64, 96)),
+]
+PRETRAIN_KEYWORDS = [
+    dict(window_size=2), dict(out_indices=(1, 3)),
+    dict(out_after_downsample=True, out_indices=(0, 1, 2)),
+    dict(use_abs_pos_embed=False), dict(interpolate_mode='bilinear'),
+    dict(with_cp=True), dict(norm_eval=True), dict(pad_small_map=True),
+    dict(in_channels=4), dict(patch_size=8, size=256),
+    dict(drop_rate=0.1, drop_path_rate=0.3),
+]
+TNT_KEYWORDS = [
+    dict(ffn_ratio=2), dict(qkv_bias=True), dict(patch_size=8, img_size=32),
+    dict(in_channels=4), dict(first_stride=2),
+    dict(drop_rate=0.1, drop_path_rate=0.3),
+]
+# (``size``: the input's, where the keyword needs another)
+KEYWORD_CASES = [(PEERS[0], kw) for kw in DET_KEYWORDS] + [
+    (PEERS[1], kw) for kw in DET_KEYWORDS] + [
+    (PEERS[2], kw) for kw in PRETRAIN_KEYWORDS] + [
+    (PEERS[3], kw) for kw in TNT_KEYWORDS]
+
+
+@pytest.mark.parametrize(
+    'peer,kwargs', KEYWORD_CASES,
+    ids=[f'{p.name}-{"-".join(k)}' for p, k in KEYWORD_CASES])
+def test_each_keyword_means_what_it_means_there(peer, kwargs):
+    """One keyword away from the default: the same parameters (the peer's
+    state dict loads strictly) and the same outputs in eval mode, at the
+    input the keyword asks for; ``interpolate_mode`` at another size than
+    the pretraining one, where it resizes."""
+    kwargs = dict(kwargs)
+    size = kwargs.pop('size', None) or kwargs.get('img_size') or \
+        peer.small.get('img_size') or 64
+    if 'interpolate_mode' in kwargs:
+        size = 192  # another grid than img_size's: the embedding resized
+    theirs = _eval(randomise(build_peer(peer, **kwargs)))
+    ours = build_ours(peer, **kwargs).eval()
+    ours.load_state_dict(theirs.state_dict(), strict=True)
+    h, w = (size, size) if isinstance(size, int) else size
+    x = torch.randn(2, kwargs.get('in_channels', 3), h, w,
+                    generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         _assert_same_outputs(theirs(x), ours(x))
 
@@ -247,7 +294,7 @@ class _Whole(torch.nn.Module):
 
 @pytest.mark.parametrize('peer', PEERS, ids=IDS)
 def test_loads_the_checkpoints_the_peer_wrote(peer, tmp_path):
-    theirs = _eval(_randomise(build_peer(peer)))
+    theirs = _eval(randomise(build_peer(peer)))
     path = str(tmp_path / 'peer.pth')
     save_checkpoint(_Whole(theirs).state_dict(), path)
     x = _input(peer)
@@ -273,7 +320,7 @@ def test_absolute_embedding_resized_as_mmpretrain_resizes_it(tmp_path):
     peer = PEERS[2]
     # one window: mmpretrain's own resize of the relative tables needs
     # SciPy's interp2d, which SciPy 1.14 removed
-    small = _randomise(build_peer(peer, img_size=64, window_size=3))
+    small = randomise(build_peer(peer, img_size=64, window_size=3))
     big_theirs = _eval(build_peer(peer, img_size=96, window_size=3))
     big_theirs.load_state_dict(small.state_dict())
     ours = build_ours(peer, img_size=96, window_size=3).eval()
@@ -298,7 +345,7 @@ def test_relative_tables_resized_as_mmdet_and_mmseg_resize_them(
     file leaves out the peer's ``relative_position_index`` buffers, as the
     official releases' tables come: the peer's loader cannot load its own
     window-4 index into a window-6 model."""
-    small = _randomise(build_peer(peer, use_abs_pos_embed=False))
+    small = randomise(build_peer(peer, use_abs_pos_embed=False))
     path = str(tmp_path / 'w4.pth')
     save_checkpoint({k: v for k, v in _Whole(small).state_dict().items()
                      if not k.endswith('relative_position_index')}, path)
@@ -336,6 +383,20 @@ ERRORS = [
     (PEERS[3], dict(arch='huge'), 'arch'),
     (PEERS[3], dict(arch=dict(embed_dims_outer=64, num_layers=2)), 'arch'),
 ]
+# what the peer takes and silently ignores: refused, the difference named
+IGNORED = [(PEERS[3], dict(act_cfg=dict(type='ReLU')), 'act_cfg')]
+
+
+@pytest.mark.parametrize('peer,kwargs,field', IGNORED,
+                         ids=[p.name for p, _, _ in IGNORED])
+def test_what_the_peer_ignores_is_refused_naming_it(peer, kwargs, field):
+    x = _input(peer)
+    with torch.no_grad():
+        plain = randomise(build_peer(peer))
+        other = randomise(build_peer(peer, **kwargs))
+        torch.testing.assert_close(_eval(other)(x), _eval(plain)(x))
+    with pytest.raises(ValueError, match=field):
+        build_ours(peer, **kwargs)
 
 
 @pytest.mark.parametrize(

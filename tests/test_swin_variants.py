@@ -68,7 +68,7 @@ VARIANTS = {
 def _attn(window_size=4, seed=0, **kwargs):
     """A SwinAttention with non-trivial weights (incl. the bias table)."""
     torch.manual_seed(seed)
-    attn = build_swin_attention(C, HEADS, window_size, **kwargs)
+    attn = build_swin_attention(C, HEADS, window_size, attn_cfg=kwargs)
     if attn.relative_position_bias_table is not None:
         with torch.no_grad():
             attn.relative_position_bias_table.normal_()
@@ -527,17 +527,21 @@ def test_torch_compile_fullgraph_matches_eager():
           use_content=False), ValueError, ['use_content=False']),
     # an option the kind does not take is named, with the kind's options
     (dict(type='GlobalAttention', shift_mode='none'), TypeError,
-     ["['shift_mode']", 'GlobalAttention', 'relative_position']),
+     ["option 'shift_mode'", 'GlobalAttention', 'relative_position']),
     (dict(type='WindowAttention', performer_features=8), TypeError,
-     ["['performer_features']", 'WindowAttention']),
-    (dict(type='Nope'), ValueError, ["type='Nope' is not a Swin",
-                                     'HaloSlidingWindowAttention']),
+     ["option 'performer_features'", 'WindowAttention']),
+    (dict(type='Nope'), ValueError, [
+        "type='Nope' is not a registered SwinAttention",
+        'HaloSlidingWindowAttention']),
+    # what the block sets itself
+    (dict(type='WindowAttention', window_size=3), ValueError,
+     ['window_size is set by the Swin block']),
 ])
 def test_bad_attention_options_are_refused(attn_cfg, error, words):
     for build in (
             lambda: SwinTransformer(depths=(1, 1), num_heads=(3, 6),
                                     out_indices=(0, 1), attn_cfg=attn_cfg),
-            lambda: build_swin_attention(C, HEADS, 4, **attn_cfg)):
+            lambda: build_swin_attention(C, HEADS, 4, attn_cfg=attn_cfg)):
         with pytest.raises(error) as err:
             build()
         for word in words:
@@ -726,9 +730,9 @@ def test_attention_kinds_are_registered_classes():
     """attn_cfg=dict(type=...) builds each kind, in blocks and backbones."""
     from mmvisattn.registry import MODELS
     kinds = sorted(SwinAttention.kinds())
-    assert kinds == ['GlobalAttention', 'HaloSlidingWindowAttention',
-                     'PerformerAttention', 'SlidingWindowAttention',
-                     'WindowAttention']
+    assert kinds == ['CosineWindowAttention', 'GlobalAttention',
+                     'HaloSlidingWindowAttention', 'PerformerAttention',
+                     'SlidingWindowAttention', 'WindowAttention']
     for name in kinds:
         assert type(_attn(type=name)) is MODELS.get(name)
         model = SwinTransformer(depths=(2, ), num_heads=(3, ),

@@ -26,6 +26,7 @@ from .reconstructed import (
                         window_log_membership,
 )
 from .relative_position import (
+                        log_spaced_relative_coords,
                         relative_position_index,
                         resize_relative_position_table,
 )
@@ -48,7 +49,8 @@ __all__ = [
     'BACKENDS', 'fast_path_allowed', 'use_backend',
     'window_partition', 'window_reverse', 'pad_to_multiple', 'window_layout',
     'WindowLayout', 'SHIFT_MODES', 'shifted_window_mask', 'padding_key_mask',
-    'MASK_VALUE', 'relative_position_index', 'resize_relative_position_table',
+    'MASK_VALUE', 'relative_position_index', 'log_spaced_relative_coords',
+    'resize_relative_position_table',
     'window_attention', 'window_attention_recorded',
     'window_attention_weights', 'sliding_relative_index',
     'sliding_window_attention_naive', 'sliding_window_attention_blocked',

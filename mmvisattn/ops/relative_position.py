@@ -1,4 +1,6 @@
 """Relative position bias index and table resizing (Swin paper, sec. 3.2)."""
+import math
+
 import torch
 import torch.nn.functional as F
 
@@ -36,3 +38,23 @@ def resize_relative_position_table(table: torch.Tensor,
     grid = F.interpolate(grid, size=(new, new), mode='bicubic',
                          align_corners=False)
     return grid.reshape(heads, new * new).T.contiguous()
+
+
+def log_spaced_relative_coords(window_size: int,
+                               pretrained_window_size: int = 0
+                               ) -> torch.Tensor:
+    """((2M-1)^2, 2) log-spaced relative offsets (dy, dx) of a window,
+    Swin V2's continuous position bias input (Liu et al., CVPR 2022,
+    eq. 4), rows in the order :func:`relative_position_index` indexes.
+
+    Offsets are normalised by the pre-training window ``pretrained_window_size``
+    (by ``window_size`` when it is 0) to [-8, 8], then mapped to
+    ``sign(x) * log2(1 + |x|) / log2(8)``: a window larger than the one
+    pre-trained extends the same curve instead of resampling a table.
+    """
+    span = (pretrained_window_size or window_size) - 1
+    offsets = torch.arange(1 - window_size, window_size, dtype=torch.float32)
+    coords = torch.stack(torch.meshgrid(offsets, offsets, indexing='ij'), -1)
+    coords = coords / max(span, 1) * 8
+    coords = torch.sign(coords) * torch.log2(coords.abs() + 1.) / math.log2(8)
+    return coords.view(-1, 2)

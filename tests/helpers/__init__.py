@@ -59,6 +59,18 @@ _INITIALISERS = ('uniform_', 'normal_', 'trunc_normal_', 'constant_', 'ones_',
                  'kaiming_uniform_', 'kaiming_normal_', 'orthogonal_')
 
 
+def randomise(model, seed=0):
+    """``model`` with weights that have no special values (peers start
+    position tables at zero), norm scales around 1; returned."""
+    import torch
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            scale = 1. if p.dim() == 1 and name.endswith('weight') else 0.
+            p.copy_(torch.randn(p.shape, generator=g) * 0.05 + scale)
+    return model
+
+
 @contextlib.contextmanager
 def skip_weight_init():
     """Build models without drawing their initial weights (the parameters

@@ -1,6 +1,6 @@
 """The backbone configurations that the mode and precision tests walk
 through: every Swin attention/shift variant with its own code path, the
-HTC++ global block, RSWAtt, and (for autocast) Performer and the TNT
+HTC++ global block, Swin V2, RSWAtt, and (for autocast) Performer and the TNT
 pyramid."""
 
 
@@ -14,6 +14,7 @@ BACKBONES = {
                                attn_cfg=dict(type='SlidingWindowAttention')),
     'swin-global-block': dict(type='SwinTransformer', arch='tiny',
                               extra_global_block=True),
+    'swinv2': dict(type='SwinTransformerV2', arch='tiny'),
     'rswatt': dict(type='RSWAttTransformer', arch='tiny'),
 }
 

@@ -27,6 +27,7 @@ FAMILIES = {
     'swin': SWIN,
     # the HTC++ configs' switch: one global-attention block after stage 4
     'swin-global-block': dict(SWIN, extra_global_block=True),
+    'swinv2': dict(SWIN, type='mmvisattn.SwinTransformerV2'),
     'tnt-pyramid': dict(type='mmvisattn.TNT', img_size=64,
                         arch=dict(inner_dims=8, outer_dims=32, depth=2,
                                   inner_heads=1, outer_heads=2)),

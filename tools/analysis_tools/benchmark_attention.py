@@ -228,7 +228,7 @@ def msa_per_stage(args, device):
         fns, failed = {}, {}
         for label, kwargs, _ in VARIANTS:
             try:
-                m = build_swin_attention(C, heads, WINDOW, **kwargs)
+                m = build_swin_attention(C, heads, WINDOW, attn_cfg=kwargs)
                 m.init_weights()
                 m.to(device).eval()
             except Exception as e:  # report, keep the other rows

@@ -1,5 +1,9 @@
 from .rswatt import RSWAttTransformer, RSWAttViT
 from .swin import SwinTransformer
+from .swin_v2 import SwinTransformerV2
 from .tnt import TNT
 
-__all__ = ['SwinTransformer', 'TNT', 'RSWAttTransformer', 'RSWAttViT']
+__all__ = [
+    'SwinTransformer', 'SwinTransformerV2', 'TNT', 'RSWAttTransformer',
+    'RSWAttViT'
+]

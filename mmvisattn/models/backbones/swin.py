@@ -13,12 +13,8 @@ from mmvisattn.ops.symbolic import is_concrete
 from mmvisattn.registry import MODELS
 
 from ..layers import PatchEmbed, PatchMerging, SwinBlock
-from ..layers.window_msa import (
-    CHUNK_TOKENS,
-    DEFAULT_ATTENTION,
-    attention_options,
-    check_attn_cfg,
-)
+from ..layers.builder import part_options, resolve_part
+from ..layers.window_msa import CHUNK_TOKENS, SwinAttention
 from ..utils.swin_convert import (
     is_openmmlab_swin,
     is_timm_swin,
@@ -33,7 +29,8 @@ from .base import (
 
 
 class SwinStage(BlockStage):
-    """``depth`` blocks alternating W-MSA / SW-MSA, then optional merging."""
+    """``depth`` blocks (``block``, by default :class:`SwinBlock`)
+    alternating W-MSA / SW-MSA, then optional merging."""
 
     def __init__(self,
                  embed_dims: int,
@@ -43,9 +40,10 @@ class SwinStage(BlockStage):
                  drop_path_rates: Sequence[float],
                  downsample: Optional[nn.Module] = None,
                  with_cp: bool = False,
+                 block: type = SwinBlock,
                  **block_kwargs):
         super().__init__([
-            SwinBlock(
+            block(
                 embed_dims=embed_dims,
                 num_heads=num_heads,
                 window_size=window_size,
@@ -54,6 +52,18 @@ class SwinStage(BlockStage):
                 with_cp=with_cp,
                 **block_kwargs) for i in range(depth)
         ], downsample)
+
+
+def per_stage(owner: str, name: str, value, num_stages: int) -> tuple:
+    """``value`` (one int, or one per stage) as a tuple of one per stage;
+    ``ValueError`` naming ``name`` otherwise."""
+    if isinstance(value, int):
+        return (value, ) * num_stages
+    if isinstance(value, (tuple, list)) and len(value) == num_stages and \
+            all(isinstance(v, int) for v in value):
+        return tuple(value)
+    raise ValueError(f'{owner}: {name}={value!r}: give one int or one per '
+                     f'stage ({num_stages})')
 
 
 def _window_from_stage_cfgs(stage_cfgs, window_size: int) -> int:
@@ -106,7 +116,8 @@ class SwinTransformer(HierarchicalBackbone):
             ``embed_dims``/``depths``/``num_heads`` override the preset.
         in_channels: image channels.
         patch_size: patch partition size (4 in the paper).
-        window_size: M, tokens per window side (7; 12 for 384px models).
+        window_size: M, tokens per window side (7; 12 for 384px models),
+            or one per stage.
         mlp_ratio: MLP hidden width / C.
         out_indices: stages to output; each gets its own LayerNorm
             ``norm{i}``. Default: every stage (mmdet, mmseg), the last one
@@ -179,6 +190,9 @@ class SwinTransformer(HierarchicalBackbone):
         **dict.fromkeys(('large', 'l'), dict(
             embed_dims=192, depths=(2, 2, 18, 2), num_heads=(6, 12, 24, 48))),
     }
+    #: the block and the patch merging (Swin V2 names its own)
+    block = SwinBlock
+    merging = PatchMerging
 
     def __init__(self,
                  arch: Union[str, dict] = 'tiny',
@@ -187,7 +201,7 @@ class SwinTransformer(HierarchicalBackbone):
                  num_heads: Optional[Sequence[int]] = None,
                  in_channels: int = 3,
                  patch_size: int = 4,
-                 window_size: int = 7,
+                 window_size: Union[int, Sequence[int]] = 7,
                  mlp_ratio: float = 4.,
                  out_indices: Optional[Sequence[int]] = None,
                  qkv_bias: bool = True,
@@ -292,9 +306,9 @@ class SwinTransformer(HierarchicalBackbone):
         self.convert_weights = True
 
         attn_cfg = dict(attn_cfg or {})
-        attn_cfg.setdefault('type', DEFAULT_ATTENTION)
-        attn_cls = check_attn_cfg('SwinTransformer', attn_cfg)
-        if 'pad_small_map' in attention_options(attn_cls):
+        attn_cfg.setdefault('type', self.block.default_attention)
+        attn_cls, _ = resolve_part('attn_cfg', attn_cfg, SwinAttention)
+        if 'pad_small_map' in part_options(attn_cls):
             if attn_cfg.setdefault('pad_small_map',
                                    pad_small_map) != pad_small_map:
                 raise ValueError(
@@ -305,6 +319,8 @@ class SwinTransformer(HierarchicalBackbone):
         self.depths = depths
         self.num_heads = num_heads
         self.window_size = window_size
+        windows = per_stage(type(self).__name__, 'window_size', window_size,
+                            num_stages)
         self.use_abs_pos_embed = use_abs_pos_embed
         self.pad_small_map = pad_small_map
         self.interpolate_mode = interpolate_mode
@@ -329,13 +345,14 @@ class SwinTransformer(HierarchicalBackbone):
                 embed_dims=num_features[i],
                 depth=depths[i],
                 num_heads=num_heads[i],
-                window_size=window_size,
+                window_size=windows[i],
                 drop_path_rates=dpr[sum(depths[:i]):sum(depths[:i + 1])],
-                downsample=PatchMerging(
+                downsample=self.merging(
                     num_features[i], num_features[i] * 2,
                     norm_cfg if patch_norm else None)
                 if i < num_stages - 1 else None,
-                attn_cfg=attn_cfg,
+                block=self.block,
+                attn_cfg=self.stage_attn_cfg(i, attn_cfg),
                 **block_kwargs) for i in range(num_stages)
         ]
         self.build_skeleton('SwinTransformer', stages, num_features,
@@ -345,7 +362,7 @@ class SwinTransformer(HierarchicalBackbone):
         self.global_block = SwinBlock(
             embed_dims=num_features[-1],
             num_heads=num_heads[-1],
-            window_size=window_size,
+            window_size=windows[-1],
             drop_path_rate=drop_path_rate,
             attn_cfg=dict(type='GlobalAttention',
                           chunk_tokens=attn_cfg.get('chunk_tokens',
@@ -354,6 +371,10 @@ class SwinTransformer(HierarchicalBackbone):
         self._register_load_state_dict_pre_hook(self._peer_layout)
         self._register_load_state_dict_pre_hook(self._fit_pos_embed)
         self._freeze_stages()
+
+    def stage_attn_cfg(self, i: int, attn_cfg: dict) -> dict:
+        """Stage ``i``'s ``attn_cfg`` (the same for every stage here)."""
+        return attn_cfg
 
     def _peer_layout(self, state_dict, prefix, *args, **kwargs):
         """Whole models of mmdet's, mmseg's and mmpretrain's zoos (and

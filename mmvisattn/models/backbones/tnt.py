@@ -249,6 +249,11 @@ class TNT(BackboneBase):
         if num_fcs != 2:
             raise ValueError(f'TNT: num_fcs={num_fcs}: the MLPs here have '
                              'two layers (fc1, fc2), as TNT has')
+        if self.convention == 'mmpretrain' and act_cfg != dict(type='GELU'):
+            raise ValueError(
+                f"TNT: act_cfg={act_cfg!r}: mmpretrain's TNT takes act_cfg "
+                'but its MLPs use GELU whatever it says; give '
+                "convention='mmdet' for MLPs with this activation")
         if isinstance(arch, dict) and set(arch) == set(
                 self.MMPRETRAIN_ARCH_KEYS):
             arch = {self.MMPRETRAIN_ARCH_KEYS[k]: v for k, v in arch.items()}

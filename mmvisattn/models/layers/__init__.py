@@ -20,6 +20,11 @@ from .rswatt_parts import (
                      WindowPredictor,
                      WindowReconstruction,
 )
+from .swin_v2 import (
+                     CosineWindowAttention,
+                     PostNormPatchMerging,
+                     ResPostNormSwinBlock,
+)
 from .transformer import MultiheadSelfAttention, TransformerLayer
 from .window_msa import (
                      GlobalAttention,
@@ -42,5 +47,6 @@ __all__ = [
     'DirectExtents', 'OffsetExtents', 'AnchorExtents',
     'EnhancedAnchorExtents', 'WindowReconstruction', 'SoftWindows',
     'MLPReweighting', 'ScaleFusion', 'GateFusion', 'ConcatFusion',
-    'PixelPositionEncoding'
+    'PixelPositionEncoding', 'CosineWindowAttention',
+    'ResPostNormSwinBlock', 'PostNormPatchMerging'
 ]

@@ -80,8 +80,12 @@ class PatchEmbed(BaseModule):
 class PatchMerging(BaseModule):
     """Concatenate each 2x2 neighbourhood (4C), normalise, project to 2C.
 
-    Odd feature sizes are zero-padded at the bottom/right first.
+    Odd feature sizes are zero-padded at the bottom/right first. Subclasses
+    with ``norm_channels = 'out'`` normalise the projection's output instead
+    (Swin V2's order).
     """
+
+    norm_channels = 'in'  # the norm's width: 4C ('in') or out_channels
 
     def __init__(self,
                  in_channels: int,
@@ -91,26 +95,33 @@ class PatchMerging(BaseModule):
         super().__init__(init_cfg)
         self.in_channels = in_channels
         self.out_channels = out_channels or 2 * in_channels
-        self.norm = build_norm_layer(norm_cfg, 4 * in_channels)[1] \
+        norm_width = 4 * in_channels if self.norm_channels == 'in' \
+            else self.out_channels
+        self.norm = build_norm_layer(norm_cfg, norm_width)[1] \
             if norm_cfg else None
         self.reduction = nn.Linear(
             4 * in_channels, self.out_channels, bias=False)
 
-    def forward(self, x: torch.Tensor, hw_shape: Tuple[int, int]
-                ) -> Tuple[torch.Tensor, Tuple[int, int]]:
+    def merge(self, x: torch.Tensor, hw_shape: Tuple[int, int]
+              ) -> Tuple[torch.Tensor, Tuple[int, int]]:
+        """(B, H*W, C) -> (B, H/2*W/2, 4C), each 2x2 neighbourhood
+        concatenated in the official order."""
         B, L, C = x.shape
         H, W = hw_shape
         if is_concrete(L, H, W) and L != H * W:
-            raise ValueError(f'PatchMerging: {L} tokens do not form a '
-                             f'{H}x{W} map')
+            raise ValueError(f'{type(self).__name__}: {L} tokens do not '
+                             f'form a {H}x{W} map')
         x = x.view(B, H, W, C)
         if not is_concrete(H, W) or H % 2 or W % 2:
             x = F.pad(x, (0, 0, 0, W % 2, 0, H % 2))
         # Official order: (even row, even col), (odd, even), (even, odd), (odd, odd).
         x = torch.cat([x[:, 0::2, 0::2], x[:, 1::2, 0::2],
                        x[:, 0::2, 1::2], x[:, 1::2, 1::2]], dim=-1)
-        hw_shape = (x.shape[1], x.shape[2])
-        x = x.view(B, -1, 4 * C)
+        return x.view(B, -1, 4 * C), (x.shape[1], x.shape[2])
+
+    def forward(self, x: torch.Tensor, hw_shape: Tuple[int, int]
+                ) -> Tuple[torch.Tensor, Tuple[int, int]]:
+        x, hw_shape = self.merge(x, hw_shape)
         if self.norm is not None:
             x = self.norm(x)
         return run_packed(self, fast_linear, x, self.reduction), hw_shape

@@ -43,13 +43,12 @@ from mmvisattn.ops import (
 )
 from mmvisattn.registry import MODELS
 
+from .builder import build_part, resolve_part
 from .mlp import Mlp
 from .rswatt_parts import (
     ScaleFusion,
     WindowPredictor,
     WindowReconstruction,
-    build_part,
-    resolve_part,
 )
 
 
@@ -116,17 +115,16 @@ class ReconstructedWindowAttention(BaseModule):
         recon_cls, recon_options = resolve_part(
             'reconstruction', reconstruction, WindowReconstruction)
         recon_cls.check_window_predictor(window_predictor, recon_options)
-        # the qkv before the parts: the construction order (and so the
-        # weights drawn for a seed) of the layer before the parts
+        # the reconstruction chooses the qkv (MLP re-weighting splits it)
         self.qkv = recon_cls.qkv_projection(embed_dims, qkv_bias)
-        self.reconstruction = build_part('reconstruction', reconstruction,
-                                         WindowReconstruction,
-                                         num_heads=num_heads,
-                                         window_sizes=self.window_sizes)
+        owner = 'the attention'
+        self.reconstruction = build_part(
+            'reconstruction', reconstruction, WindowReconstruction, owner,
+            num_heads=num_heads, window_sizes=self.window_sizes)
         self.window_pred = None if window_predictor is None else build_part(
-            'window_predictor', window_predictor, WindowPredictor,
+            'window_predictor', window_predictor, WindowPredictor, owner,
             embed_dims=embed_dims, window_sizes=self.window_sizes)
-        self.fusion = build_part('fusion', fusion, ScaleFusion,
+        self.fusion = build_part('fusion', fusion, ScaleFusion, owner,
                                  embed_dims=embed_dims, num_scales=scales)
         self.proj = nn.Linear(self.fusion.out_dims, embed_dims)
         self.proj_drop = nn.Dropout(proj_drop)
@@ -217,20 +215,11 @@ def build_rswatt_attention(owner: str, attn_cfg: Optional[dict],
     subclass of :class:`ReconstructedWindowAttention`, by default that
     class; the other keys its options) for the module ``owner``, which sets
     ``embed_dims``, ``num_heads``, ``window_sizes`` and what it
-    ``supplied`` (dropout rates) itself."""
-    cfg = dict(attn_cfg or {})
-    attn_type = cfg.pop('type', 'ReconstructedWindowAttention')
-    cls = MODELS.get(attn_type) if isinstance(attn_type, str) else attn_type
-    if not (isinstance(cls, type)
-            and issubclass(cls, ReconstructedWindowAttention)):
-        raise ValueError(f'{owner}: attn_cfg type={attn_type!r} is not an '
-                         'RSWAtt attention (a registered subclass of '
-                         'ReconstructedWindowAttention)')
-    for key in ('embed_dims', 'num_heads', 'window_sizes', *supplied):
-        if key in cfg:
-            raise ValueError(f'{owner}: attn_cfg.{key} is set by {owner} '
-                             'itself, not in attn_cfg')
-    return cls(embed_dims, num_heads, window_sizes, **supplied, **cfg)
+    ``supplied`` (dropout rates) itself (:func:`~.builder.build_part`)."""
+    return build_part('attn_cfg', attn_cfg, ReconstructedWindowAttention,
+                      owner, default='ReconstructedWindowAttention',
+                      embed_dims=embed_dims, num_heads=num_heads,
+                      window_sizes=window_sizes, **supplied)
 
 
 class RSWAttBlock(BaseModule):

@@ -18,12 +18,13 @@ own options:
 
 The attention supplies what it owns (``embed_dims``, ``num_heads``,
 ``window_sizes``, the number of scales); everything else is the part's own
-option, checked when the attention is built (:func:`build_part`): an option
-the chosen part does not take is an error that names both.
+option, checked when the attention is built
+(:func:`~mmvisattn.models.layers.builder.build_part`, the one builder of
+every attention part): an option the chosen part does not take is an error
+that names both.
 """
-import inspect
 import math
-from typing import List, Optional, Sequence, Tuple
+from typing import Optional, Sequence, Tuple
 
 import torch
 import torch.nn as nn
@@ -50,58 +51,6 @@ def max_extents(m: int) -> torch.Tensor:
     """(left, right, top, bottom) of the full m x m neighbourhood."""
     before, after = m // 2, m - 1 - m // 2
     return torch.tensor([before, after, before, after], dtype=torch.float)
-
-
-def _options(cls: type) -> List[str]:
-    """Keyword options of ``cls.__init__``, in order."""
-    return [
-        name for name, p in inspect.signature(cls.__init__).parameters.items()
-        if name != 'self'
-        and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
-    ]
-
-
-def _choices(base: type) -> str:
-    names = sorted(name for name, cls in MODELS.module_dict.items()
-                   if isinstance(cls, type) and issubclass(cls, base)
-                   and cls is not base)
-    return ', '.join(names)
-
-
-def resolve_part(role: str, cfg, base: type) -> Tuple[type, dict]:
-    """``cfg`` (``dict(type=NAME, **options)``) -> (the registered subclass
-    ``NAME`` of ``base``, its options). ``role`` names the argument in
-    errors (e.g. ``'window_predictor'``). The lookup stays in mmvisattn's
-    registry whatever the default scope (an mmdet or mmseg config builds
-    these layers inside its own)."""
-    if not isinstance(cfg, dict) or 'type' not in cfg:
-        raise ValueError(f'{role} must be dict(type=..., **options), got '
-                         f'{cfg!r} (types: {_choices(base)})')
-    options = dict(cfg)
-    name = options.pop('type')
-    cls = MODELS.get(name) if isinstance(name, str) else name
-    if not (isinstance(cls, type) and issubclass(cls, base)):
-        raise ValueError(f'{role}: type={name!r} is not a registered '
-                         f'{base.__name__} (types: {_choices(base)})')
-    return cls, options
-
-
-def build_part(role: str, cfg, base: type, **supplied) -> nn.Module:
-    """The part of ``cfg`` (:func:`resolve_part`), built with its own
-    options and what the attention ``supplied``; an option the part does
-    not take, or one the attention sets, is an error naming both."""
-    cls, options = resolve_part(role, cfg, base)
-    own = [k for k in _options(cls) if k not in supplied]
-    for key in options:
-        if key in supplied:
-            raise ValueError(f'{role}=dict(type={cls.__name__!r}): {key} '
-                             'is set by the attention, not by the part')
-        if key not in own:
-            raise ValueError(
-                f'{role}=dict(type={cls.__name__!r}): {cls.__name__} takes '
-                f'no option {key!r} (its options: '
-                f'{", ".join(own) or "none"})')
-    return cls(**supplied, **options)
 
 
 # ------------------------------------------------------ window predictors

@@ -21,8 +21,10 @@ class (``attn_cfg.type``)      kernel
 ``GlobalAttention``            full softmax MSA
 =============================  ============================================
 
-(RSWAtt's ``ReconstructedWindowAttention`` is the sixth kind, in
-:mod:`.rswatt`.) Options every kind takes (:class:`SwinAttention`):
+Swin V2's ``CosineWindowAttention`` (:mod:`.swin_v2`) is window attention
+with cosine logits and a continuous position bias. (RSWAtt's attention is
+not a Swin kind: it is built by RSWAtt's own blocks, :mod:`.rswatt`.)
+Options every kind takes (:class:`SwinAttention`):
 
 * ``relative_position`` (default True where the kind has windows, False
   otherwise): the learned relative position bias; the windowless kinds
@@ -46,7 +48,6 @@ Options of :class:`WindowAttention` alone:
 An option the chosen kind does not take is an error that names it and the
 kind's options (:func:`build_swin_attention`).
 """
-import inspect
 import math
 from typing import Optional, Tuple
 
@@ -82,6 +83,7 @@ from mmvisattn.ops import (
 from mmvisattn.ops.symbolic import is_concrete, recording, size_tensor
 from mmvisattn.registry import MODELS
 
+from .builder import build_part
 from .mlp import Mlp
 
 DEFAULT_ATTENTION = 'WindowAttention'
@@ -89,54 +91,22 @@ DEFAULT_ATTENTION = 'WindowAttention'
 # state and one chunk of windows' q/k/v/logits stay in the CPU's L2/L3
 # instead of streaming the whole map through memory between ops.
 CHUNK_TOKENS = 4096
-def attention_class(attn_cfg: Optional[dict]) -> type:
-    """The :class:`SwinAttention` kind named by ``attn_cfg['type']``
-    (``WindowAttention`` when absent); ``ValueError`` naming the field
-    otherwise."""
-    name = (attn_cfg or {}).get('type', DEFAULT_ATTENTION)
-    cls = MODELS.get(name) if isinstance(name, str) else name
-    if not (isinstance(cls, type) and issubclass(cls, SwinAttention)):
-        raise ValueError(
-            f'attn_cfg: type={name!r} is not a Swin attention kind; choose '
-            f'from {sorted(SwinAttention.kinds())}')
-    return cls
-
-
-def attention_options(cls: type) -> set:
-    """The keyword options ``cls`` takes in ``attn_cfg`` (everything of
-    its ``__init__`` and its bases' that a block does not set itself)."""
-    names = set()
-    for klass in cls.__mro__:
-        if klass is BaseModule or not issubclass(klass, SwinAttention):
-            continue
-        names |= set(inspect.signature(klass.__init__).parameters)
-    return names - {'self', 'args', 'kwargs', 'embed_dims', 'num_heads',
-                    'window_size', 'qkv_bias', 'qk_scale', 'attn_drop_rate',
-                    'proj_drop_rate', 'init_cfg'}
-
-
-def check_attn_cfg(owner: str, attn_cfg: Optional[dict]) -> type:
-    """The attention class of ``attn_cfg``, after refusing any option the
-    class does not take (``TypeError`` naming it)."""
-    attn_cfg = dict(attn_cfg or {})
-    cls = attention_class(attn_cfg)
-    unknown = set(attn_cfg) - {'type'} - attention_options(cls)
-    if unknown:
-        raise TypeError(
-            f'{owner}: attn_cfg gives {sorted(unknown)}, which '
-            f'{cls.__name__} does not take; its options: '
-            f'{sorted(attention_options(cls))}')
-    return cls
-
-
 def build_swin_attention(embed_dims: int, num_heads: int, window_size: int,
-                         *args, **attn_cfg) -> 'SwinAttention':
-    """The attention kind of ``attn_cfg`` (``type`` and its options, checked
-    by :func:`check_attn_cfg`); the positional arguments are
-    :class:`SwinAttention`'s."""
-    cls = check_attn_cfg('SwinBlock', attn_cfg)
-    attn_cfg.pop('type', None)
-    return cls(embed_dims, num_heads, window_size, *args, **attn_cfg)
+                         qkv_bias: bool = True,
+                         qk_scale: Optional[float] = None,
+                         attn_drop_rate: float = 0.,
+                         proj_drop_rate: float = 0.,
+                         attn_cfg: Optional[dict] = None,
+                         default: str = DEFAULT_ATTENTION) -> 'SwinAttention':
+    """The attention kind of ``attn_cfg`` (``type``, by default
+    ``default``, and its options), built by the one builder
+    (:func:`~.builder.build_part`) with what a Swin block sets itself."""
+    return build_part('attn_cfg', attn_cfg, SwinAttention, 'the Swin block',
+                      default=default, embed_dims=embed_dims,
+                      num_heads=num_heads, window_size=window_size,
+                      qkv_bias=qkv_bias, qk_scale=qk_scale,
+                      attn_drop_rate=attn_drop_rate,
+                      proj_drop_rate=proj_drop_rate)
 
 
 class SwinAttention(BaseModule):
@@ -182,15 +152,10 @@ class SwinAttention(BaseModule):
         self.chunk_tokens = chunk_tokens
         self.scale = qk_scale or (embed_dims // num_heads)**-0.5
         self.attn_drop_rate = attn_drop_rate
+        self.relative_position = relative_position
+        self.relative_position_bias_table = None
         if relative_position:
-            self.relative_position_bias_table = nn.Parameter(
-                torch.zeros((2 * window_size - 1)**2, num_heads))
-            self.register_buffer(
-                'relative_position_index',
-                relative_position_index(window_size),
-                persistent=False)
-        else:
-            self.relative_position_bias_table = None
+            self.build_position_bias()
         self.qkv = nn.Linear(embed_dims, embed_dims * 3, bias=qkv_bias)
         self.proj = nn.Linear(embed_dims, embed_dims)
         self._register_load_state_dict_pre_hook(self._drop_position_index)
@@ -201,6 +166,16 @@ class SwinAttention(BaseModule):
         """Names of the registered Swin attention kinds."""
         return [name for name, cls in MODELS.module_dict.items()
                 if isinstance(cls, type) and issubclass(cls, SwinAttention)]
+
+    def build_position_bias(self):
+        """The learned relative position bias: a table with a row per
+        offset, indexed by ``relative_position_index`` (derived, never
+        loaded)."""
+        self.relative_position_bias_table = nn.Parameter(
+            torch.zeros((2 * self.window_size - 1)**2, self.num_heads))
+        self.register_buffer('relative_position_index',
+                             relative_position_index(self.window_size),
+                             persistent=False)
 
     def _drop_position_index(self, state_dict, prefix, *args, **kwargs):
         """Released checkpoints store ``relative_position_index``; it is
@@ -223,14 +198,15 @@ class SwinAttention(BaseModule):
 
     # ------------------------------------------------------------ position
     def _bias_table_rows(self, index: torch.Tensor) -> torch.Tensor:
-        """Rows of the bias table for ``index``, gathered on every call:
+        """(len(index), heads) bias of the offsets ``index`` names: rows of
+        the bias table, gathered on every call:
         a few thousand values, and a cached copy could outlive a weight
         change no key sees (an EMA swap through ``.data``)."""
         return self.relative_position_bias_table[index]
 
     def window_bias(self) -> Optional[torch.Tensor]:
         """(heads, N, N) relative position bias of a window, or None."""
-        if self.relative_position_bias_table is None:
+        if not self.relative_position:
             return None
         N = self.window_size**2
         rows = self._bias_table_rows(self.relative_position_index.view(-1))
@@ -241,7 +217,7 @@ class SwinAttention(BaseModule):
 
     def sliding_bias(self, device) -> Optional[torch.Tensor]:
         """(heads, M*M) bias of each neighbour offset, or None."""
-        if self.relative_position_bias_table is None:
+        if not self.relative_position:
             return None
         return self._bias_table_rows(
             sliding_relative_index(self.window_size, device)).T
@@ -256,10 +232,15 @@ class SwinAttention(BaseModule):
                 len(lead) + 3)
         return qkv.permute(*perm).contiguous().unbind(0)
 
+    def project_qkv(self, x: torch.Tensor) -> torch.Tensor:
+        """(*, L, C) tokens -> (*, L, 3C) queries, keys and values (q, then
+        k, then v, heads within each): the one place they are projected."""
+        return fast_linear(x, self.qkv)
+
     def _map_qkv(self, x: torch.Tensor):
         """q, k, v (B, heads, H*W, d) of a (B, H, W, C) map."""
         B, H, W, C = x.shape
-        return self._split_heads(fast_linear(x.view(B, H * W, C), self.qkv))
+        return self._split_heads(self.project_qkv(x.view(B, H * W, C)))
 
     def attend(self, x: torch.Tensor, shift_size: int) -> torch.Tensor:
         """(B, H, W, C) -> projected attention output (B, H, W, C)."""
@@ -357,7 +338,7 @@ class WindowAttention(SwinAttention):
         layout, mask, tokens = self._window_setup(x, shift_size)
         windows = tokens.index_select(1, layout.gather_index).view(
             B, layout.num_windows, N, C)
-        q, k, v = self._split_heads(self.qkv(windows))
+        q, k, v = self._split_heads(self.project_qkv(windows))
         probs = window_attention_weights(q, k, self.window_bias(), mask,
                                          self.scale, self.use_content)
         return probs, v, layout, mask
@@ -377,7 +358,7 @@ class WindowAttention(SwinAttention):
                 B, nW, N, C)
             # (3, B, heads, windows, N, d): heads first, see
             # window_attention_recorded
-            q, k, v = self.qkv(windows).view(
+            q, k, v = self.project_qkv(windows).view(
                 B, nW, N, 3, self.num_heads, -1).permute(
                     3, 0, 4, 1, 2, 5).contiguous().unbind(0)
             out = window_attention_recorded(
@@ -395,7 +376,7 @@ class WindowAttention(SwinAttention):
                   for s in range(0, nW, per_chunk)]
 
         def attend(windows, s, e):  # (e-s, N, C) -> (e-s, N, C)
-            q, k, v = self._split_heads(fast_linear(windows, self.qkv)[None])
+            q, k, v = self._split_heads(self.project_qkv(windows)[None])
             out = window_attention(
                 q, k, v, bias=bias,
                 mask=None if mask is None else mask[s:e],
@@ -520,8 +501,11 @@ class SwinBlock(BaseModule):
     zero-padded at the bottom/right to window multiples, as in the official
     detection code, so any size works, including maps smaller than a window.
     ``attn_cfg`` selects the attention kind and its options
-    (``dict(type='WindowAttention', shift_mode=...)``; see the module doc).
+    (``dict(type='WindowAttention', shift_mode=...)``; see the module doc);
+    without a ``type``, the block's ``default_attention``.
     """
+
+    default_attention = DEFAULT_ATTENTION
 
     def __init__(self,
                  embed_dims: int,
@@ -543,14 +527,14 @@ class SwinBlock(BaseModule):
         if not 0 <= shift_size < window_size:
             raise ValueError(f'shift_size={shift_size} must be in '
                              f'[0, window_size={window_size})')
-        attn_cfg = dict(attn_cfg or {})
         self.window_size = window_size
         self.shift_size = shift_size
         self.with_cp = with_cp
         self.norm1 = build_norm_layer(norm_cfg, embed_dims)[1]
         self.attn = build_swin_attention(embed_dims, num_heads, window_size,
                                          qkv_bias, qk_scale, attn_drop_rate,
-                                         drop_rate, **attn_cfg)
+                                         drop_rate, attn_cfg,
+                                         self.default_attention)
         self.chunk_tokens = self.attn.chunk_tokens
         self.drop_path = build_dropout(
             dict(type='DropPath', drop_prob=drop_path_rate))

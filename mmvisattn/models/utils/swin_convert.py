@@ -146,8 +146,12 @@ def swin_openmmlab_to_mmvisattn(state_dict: Dict[str, torch.Tensor],
     """mmdet/mmseg/mmpretrain Swin backbone keys -> ours.
 
     Also takes mmcls 0.x classifiers, whose final norm is ``norm`` (not
-    ``norm{num_stages - 1}``) and which stored ``attn_mask`` buffers.
+    ``norm{num_stages - 1}``) and which stored ``attn_mask`` buffers, and
+    mmpretrain's ``SwinTransformerV2``, whose stages i > 0 open with the
+    merging (moved to the end of stage i - 1, as timm's) and whose merging
+    normalises its output (a norm in no neighbour order).
     """
+    v2 = any(k.endswith('.logit_scale') for k in state_dict)
     out = OrderedDict()
     for key, value in drop_derived_buffers(state_dict).items():
         if key.startswith('head.'):
@@ -158,11 +162,13 @@ def swin_openmmlab_to_mmvisattn(state_dict: Dict[str, torch.Tensor],
         key = key.replace('.ffn.layers.1.', '.mlp.fc2.')
         if key.startswith('stages.'):
             key = 'layers.' + key[len('stages.'):]
+            if v2:
+                key = _shift_downsample(key, -1)
         elif key.startswith('norm.'):
             key = f'norm{num_stages - 1}.' + key[len('norm.'):]
         if '.downsample.reduction.' in key:
             value = _unfold_to_official_reduction(value)
-        elif '.downsample.norm.' in key:
+        elif '.downsample.norm.' in key and not v2:
             value = _unfold_to_official_norm(value)
         out[key] = value
     return out
