@@ -3,7 +3,7 @@ OpenMMLab's format, read by `mim search`): every zoo config is listed once,
 with a config that exists, a unique name, params and FLOPs, and numeric
 metrics. YAML only, no model is built (well under a second).
 
-Zoo directories: configs/swin, configs/tnt, configs/rswatt. Not indexed:
+Zoo directories: configs/swin, configs/swin_v2, configs/tnt, configs/rswatt. Not indexed:
 configs/demo (small from-scratch runs on the generated shapes data, not zoo
 models with a recipe or results), configs/_base_ (fragments), and the
 top-level alias configs/cascade_swin_t_coco.py (= the Cascade Swin-T 3x
@@ -22,7 +22,7 @@ import yaml
 
 from helpers import REPO
 
-ZOO_DIRS = ('swin', 'swin/ablations', 'tnt', 'rswatt')
+ZOO_DIRS = ('swin', 'swin/ablations', 'swin_v2', 'tnt', 'rswatt')
 MODEL_INDEX = osp.join(REPO, 'model-index.yml')
 # "86M", "85.7M", "1043G", "899.7G" (the metafiles' unit convention)
 SIZE = re.compile(r'^\d+(\.\d+)?[KMGT]$')

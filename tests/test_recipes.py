@@ -416,6 +416,8 @@ def _is_classifier(name):
 def _family(name):
     if name in PLAIN_DECAY:
         return 'plain'
+    if name.startswith('swin_v2/'):
+        return 'swinv2_cls' if _is_classifier(name) else 'swinv2_dense'
     if name.startswith('tnt/') or 'tnt-s_shapes' in name:
         return 'tnt_cls' if _is_classifier(name) else 'tnt_dense'
     return 'swin_cls' if _is_classifier(name) else 'swin_dense'
@@ -441,6 +443,18 @@ EXEMPT = {
         k in n for k in ('absolute_pos_embed', 'relative_position_bias_table',
                          'norm')),
                    f'{SWIN_DET} / {SWIN_SEG}: optimizer.paramwise_cfg'),
+    # the V2 code's set_weight_decay with its no_weight_decay_keywords
+    'swinv2_cls': (lambda n, p, norm: p.ndim <= 1 or n.endswith('.bias')
+                   or any(k in n for k in ('absolute_pos_embed', 'cpb_mlp',
+                                           'logit_scale')),
+                   f'{SWIN_CLS}: optimizer.py set_weight_decay, '
+                   'models/swin_transformer_v2.py no_weight_decay_keywords'),
+    # the V1 dense recipe plus the V2 keywords (configs/swin_v2/README.md)
+    'swinv2_dense': (lambda n, p, norm: any(
+        k in n for k in ('absolute_pos_embed', 'norm', 'cpb_mlp',
+                         'logit_scale')),
+                     f'{SWIN_DET} / {SWIN_SEG}: optimizer.paramwise_cfg, '
+                     'and the V2 no_weight_decay_keywords'),
     # timm add_weight_decay (train.py create_optimizer) + no_weight_decay()
     'tnt_cls': (lambda n, p, norm: p.ndim <= 1 or n.endswith('.bias')
                 or any(k in n for k in ('cls_token', 'sentence_pos',

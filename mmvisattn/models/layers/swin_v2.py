@@ -19,7 +19,6 @@ from typing import Tuple
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 import torch.utils.checkpoint as cp
 
 from mmvisattn.ops import (
@@ -118,11 +117,13 @@ class CosineWindowAttention(WindowAttention):
         """(*, L, C) -> (*, L, 3C) with q and k unit length per head and
         q times the head's clamped scale, so that the softmax kernel's
         q.k (scale 1) is the scaled cosine."""
-        bias = None
+        # the module call (not F.linear on its weight), so that FLOP
+        # counters and packed inference see the projection
+        qkv = fast_linear(x, self.qkv)
         if self.q_bias is not None:
-            bias = torch.cat((self.q_bias, torch.zeros_like(self.q_bias),
-                              self.v_bias))
-        q, k, v = F.linear(x, self.qkv.weight, bias).chunk(3, -1)
+            qkv = qkv + torch.cat((self.q_bias, torch.zeros_like(self.q_bias),
+                                   self.v_bias))
+        q, k, v = qkv.chunk(3, -1)
         scale = self.logit_scale.clamp(max=LOGIT_SCALE_MAX).exp().view(1, -1)
         q = q * self._per_channel(scale / self._head_norms(q))
         k = k * self._per_channel(1. / self._head_norms(k))
@@ -135,9 +136,10 @@ class CosineWindowAttention(WindowAttention):
         """(*, C) -> (*, heads) L2 norm of each head's slice, at least
         ``F.normalize``'s 1e-12 (fp16: the square's floor must be a number
         fp16 holds). Clamped before the root, whose gradient at 0 is
-        infinite: a zero-padded token's q and k are 0 (no bias)."""
-        floor = 1e-7 if x.dtype == torch.float16 else 1e-24
-        return ((x * x) @ self.head_membership).clamp_min(floor).sqrt()
+        infinite: a zero-padded token's key is 0 (keys have no bias)."""
+        squares = (x * x) @ self.head_membership  # autocast: maybe fp16
+        floor = 1e-7 if squares.dtype == torch.float16 else 1e-24
+        return squares.clamp_min(floor).sqrt()
 
     def _per_channel(self, per_head: torch.Tensor) -> torch.Tensor:
         """(*, heads) -> (*, C), each head's value on its channels."""
