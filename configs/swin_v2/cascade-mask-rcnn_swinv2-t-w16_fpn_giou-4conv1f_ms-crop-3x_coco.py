@@ -1,33 +1,12 @@
 # Cascade Mask R-CNN with Swin V2-T: the Swin paper's COCO recipe (Table 2,
 # 3x schedule, multi-scale + crop, batch 16; configs/swin) with the V2
-# backbone. The Swin V2 paper reports no COCO result for T/S/B (configs/
-# swin_v2/README.md). Pre-trained on ImageNet-1K at 256 with window 16 (the
-# authors' v2.0.0 release; stage 4 of a 256 image is 8x8, so it ran at
-# window 8 there): every stage runs at window 16 on detection maps, and the
-# continuous position bias takes the pre-training windows as they were.
-_base_ = '../swin/cascade-mask-rcnn_swin-t-p4-w7_fpn_giou-4conv1f_ms-crop-3x_coco.py'
+# backbone from the window-16 / 256 release (../_base_/models/
+# swinv2-t-w16_backbone.py). The Swin V2 paper reports no COCO result for
+# T/S/B (configs/swin_v2/README.md).
+_base_ = [
+    '../swin/cascade-mask-rcnn_swin-t-p4-w7_fpn_giou-4conv1f_ms-crop-3x_coco.py',
+    '../_base_/models/swinv2-t-w16_backbone.py'
+]
 
-pretrained = 'https://github.com/SwinTransformer/storage/releases/download/v2.0.0/swinv2_tiny_patch4_window16_256.pth'  # noqa
-model = dict(
-    backbone=dict(
-        _delete_=True,
-        type='mmvisattn.SwinTransformerV2',
-        arch='tiny',
-        img_size=256,
-        window_size=16,
-        pretrained_window_sizes=(16, 16, 16, 8),
-        drop_path_rate=0.2,
-        out_indices=(0, 1, 2, 3),
-        init_cfg=dict(type='Pretrained', checkpoint=pretrained)))
-# The V1 recipe's no-decay keys (V2 has no relative position table), and
-# the position MLP and logit scales, the authors' V2 code's
-# no_weight_decay_keywords.
-optim_wrapper = dict(
-    paramwise_cfg=dict(
-        _delete_=True,
-        custom_keys={
-            'absolute_pos_embed': dict(decay_mult=0.),
-            'norm': dict(decay_mult=0.),
-            'cpb_mlp': dict(decay_mult=0.),
-            'logit_scale': dict(decay_mult=0.)
-        }))
+model = dict(backbone=dict(_base_.swinv2_t_backbone, _delete_=True))
+optim_wrapper = dict(paramwise_cfg=_base_.swinv2_paramwise_cfg)
