@@ -96,11 +96,6 @@ class CosineWindowAttention(WindowAttention):
                              relative_position_index(self.window_size),
                              persistent=False)
 
-    def _drop_position_index(self, state_dict, prefix, *args, **kwargs):
-        """The release stores the derived coordinates too; rebuilt here."""
-        state_dict.pop(prefix + 'relative_coords_table', None)
-        super()._drop_position_index(state_dict, prefix, *args, **kwargs)
-
     def init_weights(self):
         super().init_weights()
         with torch.no_grad():

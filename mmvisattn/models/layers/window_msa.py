@@ -83,7 +83,7 @@ from mmvisattn.ops import (
 from mmvisattn.ops.symbolic import is_concrete, recording, size_tensor
 from mmvisattn.registry import MODELS
 
-from .builder import build_part
+from .builder import build_part, registered_kinds
 from .mlp import Mlp
 
 DEFAULT_ATTENTION = 'WindowAttention'
@@ -163,9 +163,8 @@ class SwinAttention(BaseModule):
 
     @staticmethod
     def kinds():
-        """Names of the registered Swin attention kinds."""
-        return [name for name, cls in MODELS.module_dict.items()
-                if isinstance(cls, type) and issubclass(cls, SwinAttention)]
+        """Names of the registered Swin attention kinds, sorted."""
+        return registered_kinds(SwinAttention)
 
     def build_position_bias(self):
         """The learned relative position bias: a table with a row per
@@ -178,11 +177,13 @@ class SwinAttention(BaseModule):
                              persistent=False)
 
     def _drop_position_index(self, state_dict, prefix, *args, **kwargs):
-        """Released checkpoints store ``relative_position_index``; it is
-        derived from the window size and rebuilt here, never loaded. A table
-        of another window (7 at 224, loaded at 12) is resized bicubically,
-        as mmdet, mmseg and timm resize it."""
-        state_dict.pop(prefix + 'relative_position_index', None)
+        """Released checkpoints store derived buffers (V1's
+        ``relative_position_index``, V2's ``relative_coords_table`` too);
+        every non-persistent buffer here is derived from the window and
+        rebuilt, never loaded. A table of another window (7 at 224, loaded
+        at 12) is resized bicubically, as mmdet, mmseg and timm resize it."""
+        for name in self._non_persistent_buffers_set:
+            state_dict.pop(prefix + name, None)
         table = state_dict.get(prefix + 'relative_position_bias_table')
         own = self.relative_position_bias_table
         if table is not None and own is not None and \
