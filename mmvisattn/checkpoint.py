@@ -1,12 +1,11 @@
 """Checkpoints, in one place: read files with errors that name the file,
 pull a backbone's weights out of any wrapper and load them into a backbone
 (refusing what does not fit), check a whole checkpoint against a model as
-its load pre-hooks read it, and find the newest complete one to resume
-from. Every layout conversion is dispatched from the layout detectors in
+its load pre-hooks read it. Which checkpoint to resume from is
+:mod:`mmvisattn.engine.resume`'s. Every layout conversion is dispatched from the layout detectors in
 ``mmvisattn.models.utils`` (``swin_any_to_mmvisattn``,
 ``tnt_any_to_mmvisattn``) and the layers' load pre-hooks."""
-import glob
-import os
+import json
 import os.path as osp
 import re
 import zipfile
@@ -15,26 +14,17 @@ from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 import torch
 import torch.nn as nn
-from mmengine.logging import MMLogger, print_log
-from mmengine.runner.checkpoint import CheckpointLoader, _load_checkpoint
+from mmengine.logging import MMLogger
+from mmengine.runner.checkpoint import CheckpointLoader
 
 from mmvisattn.utils.listing import short_listing
-
-PARTIAL_SUFFIX = '.partial'
-
-
-def partial_path(path: str) -> str:
-    """Where a checkpoint is written before it is complete (hidden name)."""
-    folder, name = osp.split(path)
-    return osp.join(folder, f'.{name}{PARTIAL_SUFFIX}')
-
 
 
 class CheckpointError(RuntimeError):
     """A checkpoint file that cannot be used, with the file named."""
 
 
-def _damage(path: str) -> Optional[str]:
+def checkpoint_damage(path: str) -> Optional[str]:
     """Why ``path`` is not a complete checkpoint, or None if it looks whole.
 
     ``torch.save`` writes a zip whose directory comes last, so a file cut
@@ -61,29 +51,112 @@ def _damage(path: str) -> Optional[str]:
             'bytes)')
 
 
+# What Hugging Face's save_pretrained writes, in the order it is looked for.
+HF_WEIGHT_FILES = ('model.safetensors', 'model.safetensors.index.json',
+                   'pytorch_model.bin', 'pytorch_model.bin.index.json')
+
+
+def read_weights(path: str, logger: Optional[MMLogger] = None) -> dict:
+    """Weights from any file a backbone's ``init_cfg`` may name: what
+    mmengine's ``CheckpointLoader`` reads (local files, URLs,
+    ``torchvision://``, ...), ``.safetensors`` files, and a Hugging Face
+    ``save_pretrained`` folder (``model.safetensors`` or
+    ``pytorch_model.bin``, sharded or not)."""
+    if osp.isdir(path):
+        found = [name for name in HF_WEIGHT_FILES
+                 if osp.isfile(osp.join(path, name))]
+        if not found:
+            raise CheckpointError(
+                f'{path}: a folder without weights (looked for '
+                f'{", ".join(HF_WEIGHT_FILES)})')
+        path = osp.join(path, found[0])
+    if path.endswith('.index.json'):  # shards: {"weight_map": {key: file}}
+        with open(path) as f:
+            shards = sorted(set(json.load(f)['weight_map'].values()))
+        state = OrderedDict()
+        for shard in shards:
+            state.update(read_weights(osp.join(osp.dirname(path), shard)))
+        return state
+    if path.endswith('.safetensors'):
+        from safetensors.torch import load_file
+        return load_file(path)
+    return CheckpointLoader.load_checkpoint(path, map_location='cpu',
+                                            logger=logger)
+
+
 def read_checkpoint(path: str) -> dict:
     """Load a checkpoint on the CPU; every failure names the file."""
-    damage = _damage(path)
+    damage = checkpoint_damage(path)
     if damage is not None:
         raise CheckpointError(f'{path}: {damage}')
     try:
-        return _load_checkpoint(path, map_location='cpu')
+        return CheckpointLoader.load_checkpoint(path, map_location='cpu')
     except Exception as e:  # torch reports zip/pickle details, not the file
         raise CheckpointError(
             f'{path}: corrupt checkpoint, torch.load failed with '
             f'{type(e).__name__}: {str(e).splitlines()[0][:300]}') from e
 
 
-def as_the_model_reads_it(model: nn.Module, state: dict) -> dict:
-    """``state`` as ``model.load_state_dict`` sees it after the modules' own
-    load pre-hooks (older key names renamed, derived buffers dropped, e.g.
-    :class:`~mmvisattn.models.layers.Mlp`), without loading anything."""
-    state = OrderedDict(state)
-    for name, module in model.named_modules():
-        prefix = f'{name}.' if name else ''
-        for hook in module._load_state_dict_pre_hooks.values():
-            hook(state, prefix, {}, True, [], [], [])
-    return state
+# torch's one report of a shape that does not fit (load_state_dict raises it
+# after loading every other tensor)
+_SIZE_MISMATCH = re.compile(
+    r'size mismatch for (\S+): copying a param with shape '
+    r'torch\.Size\(\[([^\]]*)\]\) from checkpoint, the shape in current '
+    r'model is torch\.Size\(\[([^\]]*)\]\)')
+
+
+def _dims(text: str) -> Tuple[int, ...]:
+    return tuple(int(d) for d in text.split(',') if d.strip())
+
+
+def load_and_compare(model: nn.Module, state: dict,
+                     allowed_missing: Callable[[str], bool] = lambda k: False,
+                     allowed_unexpected: Callable[[str], bool] = lambda k: False
+                     ) -> Tuple[List[str], List[str]]:
+    """Load ``state`` into ``model`` with its own ``load_state_dict``
+    (non-strict; the modules' load pre-hooks rename older layouts and drop
+    derived buffers on the way) and report what did not fit, as readable
+    lines (shape mismatches, missing keys not ``allowed_missing``,
+    unexpected keys not ``allowed_unexpected``; empty when it fits), and
+    the allowed missing keys (left as the model had them). The keys are
+    those ``load_state_dict`` itself reports after the pre-hooks, caught
+    by a load post-hook on ``model``.
+    """
+    seen = {}
+
+    def record(module, incompatible):
+        seen['missing'] = list(incompatible.missing_keys)
+        seen['unexpected'] = list(incompatible.unexpected_keys)
+
+    handle = model.register_load_state_dict_post_hook(record)
+    mismatched = []
+    try:
+        model.load_state_dict(state, strict=False)
+    except RuntimeError as err:
+        mismatched = [
+            f'{key}: checkpoint {_dims(checkpoint)} vs model {_dims(own)}'
+            for key, checkpoint, own in _SIZE_MISMATCH.findall(str(err))]
+        if not mismatched:
+            raise
+    finally:
+        handle.remove()
+    own_keys = len(model.state_dict())
+    missing = sorted(k for k in seen['missing'] if not allowed_missing(k))
+    kept = sorted(k for k in seen['missing'] if allowed_missing(k))
+    unexpected = sorted(k for k in seen['unexpected']
+                        if not allowed_unexpected(k))
+    problems = []
+    if mismatched:
+        problems.append(f'{len(mismatched)} shape mismatches: '
+                        f'{short_listing(mismatched)}')
+    if missing:
+        problems.append(f'{len(missing)} of the model\'s {own_keys} keys '
+                        f'missing from the checkpoint: '
+                        f'{grouped_keys(missing)}')
+    if unexpected:
+        problems.append(f'{len(unexpected)} unexpected keys in the '
+                        f'checkpoint: {grouped_keys(unexpected)}')
+    return problems, kept
 
 
 def release_classifier_state_dict(checkpoint: dict, model: nn.Module
@@ -94,8 +167,10 @@ def release_classifier_state_dict(checkpoint: dict, model: nn.Module
     The official releases (microsoft/Swin-Transformer's ``{'model': ...}``,
     huawei-noah TNT's and timm's bare state dicts, timm train.py's
     ``{'state_dict': ...}``) keep the backbone at the top level and the
-    classifier as ``head.weight`` / ``head.bias``; mmengine would match none
-    of an ``ImageClassifier``'s keys and load nothing. Here the backbone part
+    classifier as ``head.weight`` / ``head.bias`` (Hugging Face's
+    ``Swin(v2)ForImageClassification``: ``swin(v2).*`` and
+    ``classifier``); mmengine would match none of an ``ImageClassifier``'s
+    keys and load nothing. Here the backbone part
     goes through the backbone's own ``convert_checkpoint`` (the conversion
     its ``init_cfg`` uses) under ``backbone.``, and the head onto
     mmpretrain's ``head.fc``. A file that already has ``backbone.`` keys
@@ -116,6 +191,8 @@ def release_classifier_state_dict(checkpoint: dict, model: nn.Module
             head['head.fc.' + key[len('head.'):]] = state.pop(key)
         elif key.startswith('head.fc.'):  # timm >= 0.9
             head[key] = state.pop(key)
+        elif key in ('classifier.weight', 'classifier.bias'):  # transformers
+            head['head.fc.' + key[len('classifier.'):]] = state.pop(key)
     whole = OrderedDict(('backbone.' + k, v)
                         for k, v in backbone.convert_checkpoint(state).items())
     whole.update(head)
@@ -129,9 +206,10 @@ def verify_checkpoint(path: str, model: nn.Module,
     mmengine's ``load_from`` loads non-strictly: a checkpoint of another
     architecture only logs a warning and the test then scores random
     weights. Here missing keys, unexpected keys and shape mismatches stop
-    with the file named. Keys are compared as the model reads them (after
-    its load pre-hooks), so a release or older-layout checkpoint that loads
-    passes; a released classifier is read as
+    with the file named. The file is loaded into ``model`` to compare the
+    keys as the model reads them (after its load pre-hooks: a release or
+    peer-layout checkpoint that loads passes); callers load the same file
+    next. A released classifier is read as
     :func:`release_classifier_state_dict` reads it.
     """
     checkpoint = read_checkpoint(path) if checkpoint is None else checkpoint
@@ -143,59 +221,11 @@ def verify_checkpoint(path: str, model: nn.Module,
         raise CheckpointError(f'{path}: holds no state_dict (top-level keys: '
                               f'{short_listing(sorted(map(str, checkpoint)))})')
     state = {re.sub(r'^module\.', '', k): v for k, v in state.items()}
-    state = as_the_model_reads_it(getattr(model, 'module', model), state)
-    expected = {
-        re.sub(r'^(module\.)+', '', k): v
-        for k, v in model.state_dict().items()
-    }
-    problems = key_mismatches(state, expected)
+    problems, _ = load_and_compare(getattr(model, 'module', model), state)
     if problems:
         raise CheckpointError(
             f'{path}: does not match the model built from the config '
             f'(another architecture or config?): ' + '; '.join(problems))
-
-
-def _step(path: str) -> int:
-    match = re.search(r'(\d+)\.pth$', path)
-    return int(match.group(1)) if match else -1
-
-
-def latest_complete_checkpoint(
-        work_dir: str) -> Tuple[Optional[str], List[str]]:
-    """The checkpoint to resume from and any half-written leftovers.
-
-    Prefers the file named in ``last_checkpoint``; when that is missing,
-    empty or damaged, the newest ``iter_*.pth`` / ``epoch_*.pth`` that is
-    complete. Returns ``(path or None, partial files found)``.
-    """
-    partials = sorted(glob.glob(osp.join(work_dir, f'.*{PARTIAL_SUFFIX}')))
-    candidates = []
-    pointer = osp.join(work_dir, 'last_checkpoint')
-    if osp.isfile(pointer):
-        with open(pointer) as f:
-            named = f.read().strip()
-        if named:
-            candidates.append(named)
-    found = glob.glob(osp.join(work_dir, 'iter_*.pth')) + \
-        glob.glob(osp.join(work_dir, 'epoch_*.pth'))
-    candidates += sorted(found, key=_step, reverse=True)
-    for path in candidates:
-        damage = _damage(path)
-        if damage is None:
-            return path, partials
-        print_log(f'resume: skipping {path} ({damage})', logger='current')
-    return None, partials
-
-
-def remove_partials(partials: List[str]) -> None:
-    for path in partials:
-        print_log(
-            f'resume: removing {path}, a checkpoint whose write was '
-            'interrupted', logger='current')
-        try:
-            os.remove(path)
-        except FileNotFoundError:  # another rank was first
-            pass
 
 
 def extract_state_dict(checkpoint,
@@ -238,44 +268,12 @@ def grouped_keys(keys: Iterable[str], limit: int = 8) -> str:
     return ', '.join(names[:limit]) + more
 
 
-def key_mismatches(state: dict, own: dict,
-                   allowed_missing: Callable[[str], bool] = lambda k: False,
-                   allowed_unexpected: Callable[[str], bool] = lambda k: False
-                   ) -> List[str]:
-    """What keeps ``state`` from loading into a model whose state dict is
-    ``own``: shape mismatches, missing and unexpected keys (each allowed
-    key aside), as readable lines; empty when it fits. The one comparison
-    behind :func:`verify_checkpoint` and :func:`load_pretrained`."""
-    mismatched = [
-        f'{k}: checkpoint {tuple(state[k].shape)} vs model {tuple(v.shape)}'
-        for k, v in own.items()
-        if k in state and hasattr(state[k], 'shape')
-        and tuple(state[k].shape) != tuple(v.shape)
-    ]
-    missing = sorted(k for k in own
-                     if k not in state and not allowed_missing(k))
-    unexpected = sorted(k for k in state
-                        if k not in own and not allowed_unexpected(k))
-    problems = []
-    if mismatched:
-        problems.append(f'{len(mismatched)} shape mismatches: '
-                        f'{short_listing(mismatched)}')
-    if missing:
-        problems.append(f'{len(missing)} of the model\'s {len(own)} keys '
-                        f'missing from the checkpoint: '
-                        f'{grouped_keys(missing)}')
-    if unexpected:
-        problems.append(f'{len(unexpected)} unexpected keys in the '
-                        f'checkpoint: {grouped_keys(unexpected)}')
-    return problems
-
-
 def load_pretrained(model: nn.Module,
                     checkpoint: str,
                     convert: Optional[Callable[[Dict], Dict]] = None,
                     allowed_missing: Callable[[str], bool] = lambda k: False,
                     allowed_unexpected: Callable[[str], bool] = lambda k: False,
-                    logger: Optional[MMLogger] = None) -> Dict:
+                    logger: Optional[MMLogger] = None) -> None:
     """Load ``checkpoint`` into ``model``; refuse a checkpoint that does not fit.
 
     ``convert`` maps the extracted state dict to the model's layout (it may
@@ -286,25 +284,19 @@ def load_pretrained(model: nn.Module,
     train from a wrong start.
     """
     logger = logger or MMLogger.get_current_instance()
-    raw = CheckpointLoader.load_checkpoint(checkpoint, map_location='cpu',
-                                           logger=logger)
+    raw = read_weights(checkpoint, logger)
     state = extract_state_dict(raw)
     if convert is not None:
         state = convert(state)
-    state = as_the_model_reads_it(model, state)
-    own = model.state_dict()
     name = model.__class__.__name__
-    problems = key_mismatches(state, own, allowed_missing,
-                              allowed_unexpected)
+    problems, kept = load_and_compare(model, state, allowed_missing,
+                                      allowed_unexpected)
     if problems:
         raise ValueError(
             f'checkpoint {checkpoint!r} does not match this {name} (wrong '
             f'architecture or arch/embed_dims/depths/window_size?): '
             + ' | '.join(problems))
-    result = model.load_state_dict(
-        {k: v for k, v in state.items() if k in own}, strict=False)
-    if result.missing_keys:
+    if kept:
         logger.info(f'{name}: initialised from scratch (not in '
-                    f'{checkpoint}): {grouped_keys(result.missing_keys)}')
-    logger.info(f'{name}: loaded {len(state)} tensors from {checkpoint}')
-    return state
+                    f'{checkpoint}): {grouped_keys(kept)}')
+    logger.info(f'{name}: loaded from {checkpoint}')

@@ -16,11 +16,8 @@ import torch
 
 from helpers import REPO, generate_shapes
 from helpers.seg_config import small_seg_config, tool_env
-from mmvisattn.checkpoint import (
-    CheckpointError,
-    latest_complete_checkpoint,
-    read_checkpoint,
-)
+from mmvisattn.checkpoint import CheckpointError, read_checkpoint
+from mmvisattn.engine.resume import latest_complete_checkpoint
 
 ITERS = 12
 

@@ -12,7 +12,13 @@ with random weights, written in the release's own layout:
   pretrained loader reads the released ``.pth.tar``;
 - mmpretrain's zoo Swin-T classifier: its whole ``ImageClassifier`` state
   (``backbone.stages...``, ``head.fc``), checked against mmpretrain's own
-  model first.
+  model first;
+- microsoft/Swin-Transformer's Swin V2-T (window 8, 256): ``{'model':
+  state}`` in the authors' V2 names (``q_bias``, ``logit_scale``,
+  ``cpb_mlp``, ``head``);
+- Hugging Face's ``Swinv2ForImageClassification`` of the same weights as
+  ``pytorch_model.bin`` (``swinv2.*``, ``classifier``), the layout
+  tests/test_hf_layout.py checks against transformers' own model.
 
 tools/test.py runs each with our config on 6 hymenoptera_mini images at the
 config's own 224 test pipeline; the dumped scores are compared with timm's
@@ -31,6 +37,7 @@ timm = pytest.importorskip('timm')
 
 CONFIGS = osp.join(REPO, 'configs')
 SWIN_T = osp.join(CONFIGS, 'swin', 'swin-t-p4-w7_16xb64_300e_in1k.py')
+SWINV2_T = osp.join(CONFIGS, 'swin_v2', 'swinv2-t-w8_16xb64_300e_in1k-256px.py')
 TNT_S = osp.join(CONFIGS, 'tnt', 'tnt-s-p16_16xb64_300e_in1k.py')
 NUM_IMAGES = 6
 
@@ -126,6 +133,29 @@ def swin_files(tmp):
     return reference
 
 
+def swinv2_files(tmp):
+    """The authors' V2-T release layout and Hugging Face's classifier."""
+    from mmvisattn.models.utils import (
+        swin_any_to_mmvisattn,
+        swin_to_hf,
+        swin_to_official,
+    )
+    reference = _perturb(timm.create_model('swinv2_tiny_window8_256'),
+                         seed=2)
+    state = reference.state_dict()
+    backbone = swin_any_to_mmvisattn(
+        {k: v for k, v in state.items() if not k.startswith('head.')}, 4)
+    official = swin_to_official(backbone)
+    official['head.weight'] = state['head.fc.weight']
+    official['head.bias'] = state['head.fc.bias']
+    torch.save({'model': official}, str(tmp / 'swinv2_official.pth'))
+    hf = {f'swinv2.{k}': v for k, v in swin_to_hf(backbone).items()}
+    hf['classifier.weight'] = state['head.fc.weight']
+    hf['classifier.bias'] = state['head.fc.bias']
+    torch.save(hf, str(tmp / 'pytorch_model.bin'))
+    return reference
+
+
 def tnt_file(tmp):
     from helpers.checkpoints import tnt_official_from_timm
     reference = _perturb(timm.create_model('tnt_s_patch16_224'), seed=1)
@@ -141,17 +171,24 @@ def _scores(path):
 
 @pytest.mark.slow
 def test_released_classifiers_evaluate_unchanged(tmp_path):
-    """The official Swin-T and TNT-S releases and mmpretrain's whole Swin-T
-    classifier through tools/test.py with our configs, no conversion step:
-    timm's scores with the same weights (1e-4)."""
+    """The official Swin-T, Swin V2-T and TNT-S releases, mmpretrain's
+    whole Swin-T classifier and Hugging Face's Swin V2-T classifier through
+    tools/test.py with our configs, no conversion step: timm's scores with
+    the same weights (1e-4)."""
     root = shared_dataset('hymenoptera_mini')
     swin, tnt = swin_files(tmp_path), tnt_file(tmp_path)
+    swinv2 = swinv2_files(tmp_path)
     swin_cfg = hymenoptera_test_config(SWIN_T, root, str(tmp_path / 'swin.py'))
     tnt_cfg = hymenoptera_test_config(TNT_S, root, str(tmp_path / 'tnt.py'))
+    swinv2_cfg = hymenoptera_test_config(SWINV2_T, root,
+                                         str(tmp_path / 'swinv2.py'))
     runs = [('swin_official', swin_cfg), ('swin_mmpretrain', swin_cfg),
-            ('tnt_official', tnt_cfg)]
+            ('tnt_official', tnt_cfg), ('swinv2_official', swinv2_cfg),
+            ('swinv2_huggingface', swinv2_cfg)]
+    files = {name: str(tmp_path / f'{name}.pth') for name, _ in runs}
+    files['swinv2_huggingface'] = str(tmp_path / 'pytorch_model.bin')
     outputs = run_tools(*[
-        ['tools/test.py', config, str(tmp_path / f'{name}.pth'), '--out',
+        ['tools/test.py', config, files[name], '--out',
          str(tmp_path / f'{name}.pkl'), '--work-dir', str(tmp_path / name)]
         for name, config in runs])
     for out in outputs:
@@ -159,7 +196,8 @@ def test_released_classifiers_evaluate_unchanged(tmp_path):
         assert 'unexpected key' not in out and 'missing key' not in out, \
             out[-3000:]
     expected = {'swin': timm_scores(swin, swin_cfg),
-                'tnt': timm_scores(tnt, tnt_cfg)}
+                'tnt': timm_scores(tnt, tnt_cfg),
+                'swinv2': timm_scores(swinv2, swinv2_cfg)}
     for name, _ in runs:
         got = _scores(tmp_path / f'{name}.pkl')
         want = expected[name.split('_')[0]]
@@ -169,6 +207,8 @@ def test_released_classifiers_evaluate_unchanged(tmp_path):
                                        rtol=1e-3, msg=f'{name}: {path}')
     assert 'read as a released classifier' in outputs[0]
     assert 'read as a released classifier' not in outputs[1]
+    assert all('read as a released classifier' in out
+               for out in outputs[3:])
 
 
 def test_release_without_the_hook_is_refused_by_name(tmp_path):

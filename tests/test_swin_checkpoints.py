@@ -7,7 +7,6 @@ through ``tools/model_converters``) and compared on the same input.
 """
 import argparse
 import copy
-import importlib.util
 import inspect
 import os.path as osp
 import subprocess
@@ -23,7 +22,7 @@ from mmengine.runner.checkpoint import (
     weights_to_cpu,
 )
 
-from helpers import REPO
+from helpers import REPO, load_converter
 from helpers.checkpoints import official_state_dict
 from mmvisattn.models.backbones import SwinTransformer
 from mmvisattn.models.utils import (
@@ -351,16 +350,6 @@ def test_window12_checkpoint_into_window7_is_resized(window12_official):
 
 
 # --------------------------------------------------------------- converters
-def _converter(name, monkeypatch):
-    """A converter script as a module (its folder on sys.path, as when run)."""
-    monkeypatch.syspath_prepend(CONVERTERS)
-    spec = importlib.util.spec_from_file_location(
-        name, osp.join(CONVERTERS, f'{name}.py'))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _run(script, *args):
     return subprocess.run(
         [sys.executable, osp.join(CONVERTERS, script), *map(str, args)],
@@ -373,7 +362,7 @@ def test_swin2mmvisattn_every_layout(sources, x, name, tmp_path, monkeypatch,
                                      capsys):
     source = sources(name)
     dst = tmp_path / 'converted.pth'
-    _converter('swin2mmvisattn', monkeypatch).main([source.path, str(dst)])
+    load_converter('swin2mmvisattn', monkeypatch).main([source.path, str(dst)])
     printed = capsys.readouterr().out
     saved = torch.load(dst)
     assert saved['meta']['source_layout'] == source.layout
@@ -392,7 +381,7 @@ def test_swin2mmvisattn_reads_timm_safetensors(timm_swin, x, tmp_path,
     safetensors_torch.save_file(
         {k: v.contiguous() for k, v in model.state_dict().items()}, str(src))
     dst = tmp_path / 'converted.pth'
-    _converter('swin2mmvisattn', monkeypatch).main([str(src), str(dst)])
+    load_converter('swin2mmvisattn', monkeypatch).main([str(src), str(dst)])
     _assert_features(_load(dst), x, expected)
 
 
@@ -407,7 +396,7 @@ def test_timm_training_checkpoint_with_args_needs_trust(timm_swin, x,
                 'state_dict': model.state_dict(),
                 'args': argparse.Namespace(model=TIMM_ARCH, lr=1e-3)}, src)
     dst = tmp_path / 'converted.pth'
-    converter = _converter('swin2mmvisattn', monkeypatch)
+    converter = load_converter('swin2mmvisattn', monkeypatch)
     with pytest.raises(SystemExit, match='cannot read .*model_best.pth.tar'):
         converter.main([str(src), str(dst)])
     converter.main([str(src), str(dst), '--trust-file'])
@@ -470,3 +459,28 @@ def test_mmvisattn2official_to_mmdet_loads_in_mmdet(sources, x, tmp_path):
         for index, got in enumerate(mmdet_swin(x)):
             torch.testing.assert_close(got, source.expected[index],
                                        atol=1e-4, rtol=1e-4)
+
+
+def test_window7_tables_resize_to_window12_as_timm_bicubic(tmp_path):
+    """A window-7 file into a window-12 model: every bias table is the
+    bicubic resize of the authors' fine-tuning code, equal to timm's
+    ``resize_rel_pos_bias_table_simple`` (timm's own Swin filter uses its
+    geometric-progression resize instead, a different interpolation)."""
+    timm_layers = pytest.importorskip('timm.layers')
+    arch = dict(embed_dims=32, depths=(2, 2, 2, 2), num_heads=(1, 2, 4, 8),
+                drop_path_rate=0.)
+    source = _nontrivial(SwinTransformer(window_size=7, **arch))
+    path = tmp_path / 'w7.pth'
+    torch.save({'model': official_state_dict(source)}, path)
+    model = SwinTransformer(window_size=12, init_cfg=dict(
+        type='Pretrained', checkpoint=str(path)), **arch)
+    model.init_weights()
+    tables = {k: v for k, v in source.state_dict().items()
+              if k.endswith('relative_position_bias_table')}
+    assert len(tables) == 8
+    for key, table in tables.items():
+        want = timm_layers.resize_rel_pos_bias_table_simple(
+            table, new_window_size=(12, 12),
+            new_bias_shape=(23 * 23, table.shape[1]))
+        torch.testing.assert_close(model.state_dict()[key], want, rtol=0,
+                                   atol=0, msg=key)

@@ -94,6 +94,31 @@ def test_window_transfer_needs_nothing_resized_and_equals_timm():
     _assert_stages_equal(ours, ref.eval(), _image(512, 512))
 
 
+def test_window8_file_loads_into_a_detection_backbone(tmp_path):
+    """A window-8 / 256 classifier file into the window-16 backbone of a
+    detector (mmdet's convention: every stage out, any size padded), the
+    window the configs/swin_v2 detectors use: every weight but the new
+    output norms comes from the file, nothing resized, and a training-size
+    image runs."""
+    arch = dict(embed_dims=32, depths=[2, 2, 2, 2], num_heads=[1, 2, 4, 8])
+    source = randomise(SwinTransformerV2(arch, out_indices=(3, )))
+    path = str(tmp_path / 'swinv2_window8_256.pth')
+    torch.save({'model': dict(swin_to_official(source.state_dict()))}, path)
+    detector = SwinTransformerV2(
+        arch, window_size=16, pretrained_window_sizes=8,
+        init_cfg=dict(type='Pretrained', checkpoint=path))
+    detector.init_weights()
+    loaded = detector.state_dict()
+    for key, value in source.state_dict().items():
+        torch.testing.assert_close(loaded[key], value, rtol=0, atol=0,
+                                   msg=key)
+    with torch.no_grad():
+        outs = detector.eval()(_image(200, 304))
+    assert [tuple(o.shape[1:]) for o in outs] == [
+        (32, 50, 76), (64, 25, 38), (128, 13, 19), (256, 7, 10)]
+    assert all(torch.isfinite(o).all() for o in outs)
+
+
 def test_official_layout_loads_and_timm_reads_the_same_file(tmp_path):
     """A file named as the authors' code names its keys (merging at the
     end of a stage, ``norm``, ``head``, the derived buffers stored): ours
@@ -122,6 +147,32 @@ def test_official_layout_loads_and_timm_reads_the_same_file(tmp_path):
     for i in range(3):  # no counterpart in the file: compared at identity
         getattr(ours, f'norm{i}').reset_parameters()
     _assert_stages_equal(ours.eval(), ref.eval(), _image(256, 256))
+
+
+@pytest.mark.slow
+def test_detection_size_first_stage_equals_timm():
+    """At 800x1216, a size a detector trains at, the maps of stages 1-3
+    (100x152, 50x76, 25x38) are not multiples of window 8 and ours pads as
+    V1 does: pad, then shift, with the mask over the padded map (the
+    authors' detection code, mmdet's Swin, Hugging Face's Swin V2). timm
+    shifts first and pads after, so the two models differ from stage 1 on
+    by design; stage 0 (200x304) needs no padding, and there the two are
+    compared exactly. The padded stages are compared with Hugging Face's
+    ``Swinv2Model``, which pads as ours (tests/test_hf_layout.py)."""
+    size = (800, 1216)
+    ref = _timm('swinv2_tiny_window8_256', img_size=size)
+    ours = SwinTransformerV2('tiny', out_indices=(0, ))
+    result = ours.load_state_dict(ref.state_dict(), strict=False)
+    assert result.missing_keys == ['norm0.weight', 'norm0.bias']
+    assert result.unexpected_keys == ['norm3.weight', 'norm3.bias']
+    x = _image(*size)
+    with torch.no_grad():
+        got = ours.eval()(x)[0]
+        want = ref.forward_intermediates(x, indices=[0],
+                                         intermediates_only=True)[0]
+    want = F.layer_norm(want.permute(0, 2, 3, 1), want.shape[1:2])
+    torch.testing.assert_close(got, want.permute(0, 3, 1, 2), rtol=0,
+                               atol=ATOL)
 
 
 @pytest.mark.parametrize('arch,name', [

@@ -31,9 +31,9 @@ from mmengine.registry import RUNNERS
 from mmengine.runner import Runner
 
 import mmvisattn  # noqa: F401  (registry, `mmvisattn::` configs, safe loading)
-from mmvisattn.checkpoint import latest_complete_checkpoint, remove_partials
 from mmvisattn.datasets.checks import check_dataloader_files
 from mmvisattn.engine import fault_tolerant_training
+from mmvisattn.engine.resume import latest_complete_checkpoint, remove_partials
 from mmvisattn_tools.common import (
     close_distributed,
     mixed_precision,

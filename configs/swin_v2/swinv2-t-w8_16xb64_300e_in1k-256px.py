@@ -34,3 +34,8 @@ optim_wrapper = dict(
             '.cpb_mlp': dict(decay_mult=0.0),
             '.logit_scale': dict(decay_mult=0.0)
         }))
+
+# Released classifiers (the authors' {'model': ...}, timm's, Hugging Face's
+# pytorch_model.bin) load as whole models through load_from / tools/test.py
+# (docs/checkpoints.md).
+custom_hooks = [dict(type='mmvisattn.ReleaseClassifierHook')]

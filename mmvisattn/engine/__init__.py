@@ -1,9 +1,4 @@
-from ..checkpoint import (
-                          CheckpointError,
-                          latest_complete_checkpoint,
-                          read_checkpoint,
-                          verify_checkpoint,
-)
+from ..checkpoint import CheckpointError, read_checkpoint, verify_checkpoint
 from .amp import AmpOptimWrapper, BF16OptimWrapper
 from .cpu_distributed import (
                           CPUDistributedDataParallel,
@@ -20,6 +15,7 @@ from .hooks import (
                           fault_tolerant_training,
 )
 from .optim_constructor import LayerDecayOptimWrapperConstructor, layer_id
+from .resume import latest_complete_checkpoint, partial_path, remove_partials
 
 __all__ = [
     'AmpOptimWrapper', 'BF16OptimWrapper',
@@ -28,5 +24,6 @@ __all__ = [
     'ReleaseClassifierHook', 'RankMeanLossHook',
     'fault_tolerant_training', 'CheckpointError', 'latest_complete_checkpoint',
     'read_checkpoint', 'verify_checkpoint', 'CPUDistributedDataParallel',
-    'CPUSyncBatchNorm', 'init_cpu_distributed'
+    'CPUSyncBatchNorm', 'init_cpu_distributed', 'partial_path',
+    'remove_partials'
 ]

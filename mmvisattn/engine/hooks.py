@@ -29,8 +29,10 @@ from mmengine.fileio import LocalBackend
 from mmengine.hooks import CheckpointHook, Hook
 from mmengine.model import is_model_wrapper
 
-from mmvisattn.checkpoint import partial_path, release_classifier_state_dict
+from mmvisattn.checkpoint import release_classifier_state_dict
 from mmvisattn.registry import HOOKS
+
+from .resume import partial_path
 
 
 def write_text_atomically(path: str, text: str) -> None:

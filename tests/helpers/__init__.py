@@ -151,6 +151,18 @@ def run_tools(*commands, python_path=None):
     return outputs
 
 
+def load_converter(name, monkeypatch):
+    """``tools/model_converters/<name>.py`` as a module, its folder on
+    sys.path as when it runs, to call its ``main(argv)`` in-process."""
+    folder = osp.join(REPO, 'tools', 'model_converters')
+    monkeypatch.syspath_prepend(folder)
+    spec = importlib.util.spec_from_file_location(
+        name, osp.join(folder, f'{name}.py'))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def convert_with(script, *args):
     """Run ``tools/model_converters/<script>`` with ``args``; return its
     output (the test fails with it if the script does)."""

@@ -1,9 +1,10 @@
 """Reading Swin checkpoints for the converters; errors name the file."""
+import os.path as osp
 from collections import OrderedDict
 
 import torch
-from mmengine.runner.checkpoint import CheckpointLoader
 
+from mmvisattn.checkpoint import read_weights
 from mmvisattn.models.utils import (
     count_swin_stages,
     detect_swin_layout,
@@ -17,14 +18,14 @@ TRUST_FILE_HELP = (
 
 
 def read_raw_checkpoint(path: str, trust_file: bool = False) -> dict:
-    """A local file or URL; ``.safetensors`` (timm's Hugging Face releases)
-    needs the ``safetensors`` package, everything else is a torch pickle."""
-    if path.endswith('.safetensors'):
-        from safetensors.torch import load_file
-        return load_file(path)
-    if trust_file:
+    """A local file, URL or Hugging Face ``save_pretrained`` folder, read as
+    a backbone's ``init_cfg`` reads it (``mmvisattn.checkpoint.read_weights``:
+    ``.safetensors`` and ``.bin``, sharded or not); ``trust_file`` unpickles
+    a torch file fully instead of through the safe loader."""
+    if trust_file and not osp.isdir(path) and \
+            not path.endswith(('.safetensors', '.json')):
         return torch.load(path, map_location='cpu', weights_only=False)
-    return CheckpointLoader.load_checkpoint(path, map_location='cpu')
+    return read_weights(path)
 
 
 def read_swin_state(path: str, trust_file: bool = False,

@@ -218,8 +218,8 @@ class BackboneBase(BaseModule):
                 self.load_pretrained(self.init_cfg['checkpoint'])
         self._freeze_stages()
 
-    def load_pretrained(self, checkpoint: str) -> dict:
-        return load_pretrained(
+    def load_pretrained(self, checkpoint: str) -> None:
+        load_pretrained(
             self, checkpoint, convert=self.convert_checkpoint,
             allowed_missing=self.new_in_pretrained,
             allowed_unexpected=self.foreign_in_pretrained,
