@@ -369,11 +369,14 @@ def test_gpu_check_script_and_the_apis_it_calls(tmp_path):
          '--infer-shape', '32', '32', '--train-shape', '32', '32',
          '--infer-batch', '2', '--train-batch', '2', '--repeats', '1',
          '--amp-dtype', 'bfloat16', '--compile', '--compile-backend',
-         'eager'], cwd=REPO, stdout=subprocess.PIPE,
+         'eager', '--ablate'], cwd=REPO, stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True, timeout=600)
     assert bench.returncode == 0, bench.stdout[-3000:]
     assert 'GEMM 1024^3' in bench.stdout
     assert 'train step 2x3x32x32 ours bfloat16 vs mmdet fp32' in bench.stdout
+    for part in ('packed_linears', 'window_chunks', 'mlp_chunks'):
+        assert f'inference 2x3x32x32 bfloat16 without {part}' in bench.stdout
+    assert 'inference 2x3x32x32 bfloat16 plain path' in bench.stdout
     # the compiled rows' plumbing (inductor itself: docs/benchmarks.md)
     assert ('inference 2x3x32x32 compiled ours vs mmdet, both bfloat16 '
             'compiled') in bench.stdout

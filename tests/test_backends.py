@@ -162,6 +162,8 @@ def test_the_predicate_names_every_mode():
     block.eval()
     with torch.inference_mode():
         assert fast_path_allowed(block, x) is True
+        # off the CPU (a GPU; here the meta device) the plain path runs
+        assert fast_path_allowed(block, x.to('meta')) is False
     with pytest.raises(ValueError, match="'fast'"):
         with use_backend('fast'):
             pass
@@ -179,8 +181,8 @@ def test_rswatt_plugin_packs_its_linears_on_the_fast_path(monkeypatch):
                                init_scale=1.)).eval()
     plugin.init_weights()
     packed = []
-    reorder = linear._reorder
-    monkeypatch.setattr(linear, '_reorder',
+    reorder = linear.pack_weight
+    monkeypatch.setattr(linear, 'pack_weight',
                         lambda w, rows: packed.append(w.shape) or
                         reorder(w, rows))
     x = torch.randn(2, 64, 24, 32)  # 1536 rows: enough to be packed
@@ -196,3 +198,48 @@ def test_rswatt_plugin_packs_its_linears_on_the_fast_path(monkeypatch):
     with torch.no_grad():
         plugin(x)
     assert len(packed) == count  # train mode: never packed
+
+
+@pytest.mark.parametrize('part', ['packed_linears', 'window_chunks',
+                                  'mlp_chunks'])
+def test_each_fast_part_switches_off_alone(part, monkeypatch):
+    """``use_backend('auto', without=(part, ))`` (what
+    benchmark_backbone.py --ablate measures) turns that part off and no
+    other: counted at each part's entry; the outputs stay the plain
+    path's."""
+    from mmvisattn.models.layers import SwinBlock, WindowAttention
+    from mmvisattn.ops import FAST_PARTS, linear
+    assert part in FAST_PARTS
+    model = MODELS.build(dict(SWIN, drop_path_rate=0.,
+                              attn_cfg=dict(SMALL_CHUNKS))).eval()
+    x = torch.randn(1, 3, 96, 128)  # stage 0: 768 tokens, packed (>= 512)
+    calls = dict.fromkeys(FAST_PARTS, 0)
+
+    def counted(name, fn):
+        def wrapper(*args, **kwargs):
+            calls[name] += 1
+            return fn(*args, **kwargs)
+        return wrapper
+
+    monkeypatch.setattr(linear, 'pack_weight',
+                        counted('packed_linears', linear.pack_weight))
+    monkeypatch.setattr(WindowAttention, 'add_to',
+                        counted('window_chunks', WindowAttention.add_to))
+    mlp = SwinBlock._mlp
+
+    def chunked_mlp(self, x, chunks):
+        calls['mlp_chunks'] += chunks
+        return mlp(self, x, chunks)
+
+    monkeypatch.setattr(SwinBlock, '_mlp', chunked_mlp)
+    with torch.no_grad():
+        want = _outputs(model, x, 'plain')
+        with use_backend('auto', without=(part, )):
+            got = model(x)
+    assert calls[part] == 0
+    assert all(calls[other] for other in FAST_PARTS if other != part), calls
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError, match='packed_linears'):
+        with use_backend('auto', without=('chunks', )):
+            pass

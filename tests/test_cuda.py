@@ -129,7 +129,7 @@ def test_cpu_fast_path_never_runs_on_cuda(monkeypatch):
     CPU only."""
     from mmvisattn.ops import linear
     packed = []
-    monkeypatch.setattr(linear, '_reorder',
+    monkeypatch.setattr(linear, 'pack_weight',
                         lambda *a: packed.append(1) or a[0], raising=False)
     _, gpu = _pair('swin-cyclic')
     with torch.no_grad():

@@ -133,6 +133,15 @@ def test_reads_swin_backbone(hf_v1_backbone, tmp_path, how):
         _assert_equal(ours, _v1_stages(hf_v1_backbone, x), x)
 
 
+def test_load_state_dict_reads_the_layout(hf_v1_backbone):
+    """``load_state_dict`` itself (``load_from``, ``resume``, a whole
+    model's state dict) converts the layout in the backbone's pre-hook."""
+    ours = _ours_v1()
+    ours.load_state_dict(hf_v1_backbone.state_dict())  # strict
+    x = _image(224, 224)
+    _assert_equal(ours, _v1_stages(hf_v1_backbone, x), x)
+
+
 def test_reads_swinv2_model_file(hf_v2_model, tmp_path):
     folder = _save(hf_v2_model, tmp_path / 'hf', 'safetensors')
     ours = _ours_v2(**_pretrained(folder / 'model.safetensors'))

@@ -107,7 +107,7 @@ def test_packed_weights_live_for_one_forward(monkeypatch):
         packs.append(weight.data_ptr())
         return reorder(weight, rows)
 
-    monkeypatch.setattr(linear, '_reorder', counting, raising=False)
+    monkeypatch.setattr(linear, 'pack_weight', counting, raising=False)
     with torch.no_grad():
         first = model(x)
         linears = {m.weight.data_ptr() for m in model.modules()

@@ -217,8 +217,8 @@ def test_linear_packs_only_where_packing_pays(monkeypatch, amp):
     dtype = torch.bfloat16 if amp else torch.float32
     least = linear._MIN_PACK_ROWS[dtype]
     packs = []
-    reorder = linear._reorder
-    monkeypatch.setattr(linear, '_reorder',
+    reorder = linear.pack_weight
+    monkeypatch.setattr(linear, 'pack_weight',
                         lambda w, rows: packs.append(w.dtype) or reorder(
                             w, rows))
     lin = torch.nn.Linear(64, 96).eval()

@@ -90,25 +90,30 @@ def timm_scores(model, config):
     return scores
 
 
-def swin_files(tmp):
-    import mmpretrain
-    from mmengine.registry import DefaultScope
-    from mmpretrain.registry import MODELS
-
-    from mmvisattn.models.utils import (
-        swin_any_to_mmvisattn,
-        swin_to_mmdet,
-        swin_to_official,
-    )
-    reference = _perturb(timm.create_model('swin_tiny_patch4_window7_224'),
-                         seed=0)
+def official_release(name, seed, path):
+    """timm's ``name`` with random weights, written to ``path`` in the
+    authors' release layout; returns (timm's model, our backbone keys,
+    timm's state)."""
+    from mmvisattn.models.utils import swin_any_to_mmvisattn, swin_to_official
+    reference = _perturb(timm.create_model(name), seed=seed)
     state = reference.state_dict()
     backbone = swin_any_to_mmvisattn(
         {k: v for k, v in state.items() if not k.startswith('head.')}, 4)
     official = swin_to_official(backbone)
     official['head.weight'] = state['head.fc.weight']
     official['head.bias'] = state['head.fc.bias']
-    torch.save({'model': official}, str(tmp / 'swin_official.pth'))
+    torch.save({'model': official}, str(path))
+    return reference, backbone, state
+
+
+def swin_files(tmp):
+    import mmpretrain
+    from mmengine.registry import DefaultScope
+    from mmpretrain.registry import MODELS
+
+    from mmvisattn.models.utils import swin_to_mmdet
+    reference, backbone, state = official_release(
+        'swin_tiny_patch4_window7_224', 0, tmp / 'swin_official.pth')
 
     # mmpretrain's own classifier with these weights gives timm's logits
     whole = {f'backbone.{k}': v for k, v in swin_to_mmdet(backbone).items()}
@@ -135,20 +140,9 @@ def swin_files(tmp):
 
 def swinv2_files(tmp):
     """The authors' V2-T release layout and Hugging Face's classifier."""
-    from mmvisattn.models.utils import (
-        swin_any_to_mmvisattn,
-        swin_to_hf,
-        swin_to_official,
-    )
-    reference = _perturb(timm.create_model('swinv2_tiny_window8_256'),
-                         seed=2)
-    state = reference.state_dict()
-    backbone = swin_any_to_mmvisattn(
-        {k: v for k, v in state.items() if not k.startswith('head.')}, 4)
-    official = swin_to_official(backbone)
-    official['head.weight'] = state['head.fc.weight']
-    official['head.bias'] = state['head.fc.bias']
-    torch.save({'model': official}, str(tmp / 'swinv2_official.pth'))
+    from mmvisattn.models.utils import swin_to_hf
+    reference, backbone, state = official_release(
+        'swinv2_tiny_window8_256', 2, tmp / 'swinv2_official.pth')
     hf = {f'swinv2.{k}': v for k, v in swin_to_hf(backbone).items()}
     hf['classifier.weight'] = state['head.fc.weight']
     hf['classifier.bias'] = state['head.fc.bias']

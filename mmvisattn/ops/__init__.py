@@ -5,8 +5,14 @@ from .attention import (
                         window_attention_recorded,
                         window_attention_weights,
 )
-from .backend import BACKENDS, fast_path_allowed, use_backend
-from .linear import fast_linear, packed_weights_scope, run_packed
+from .backend import (
+                        BACKENDS,
+                        FAST_PARTS,
+                        fast_part,
+                        fast_path_allowed,
+                        use_backend,
+)
+from .linear import fast_linear, fast_path, packed_weights_scope, run_packed
 from .masks import MASK_VALUE, padding_key_mask, shifted_window_mask
 from .neighborhood import (
                         halo,
@@ -46,7 +52,8 @@ from .windows import (
 )
 
 __all__ = [
-    'BACKENDS', 'fast_path_allowed', 'use_backend',
+    'BACKENDS', 'FAST_PARTS', 'fast_part', 'fast_path', 'fast_path_allowed',
+    'use_backend',
     'window_partition', 'window_reverse', 'pad_to_multiple', 'window_layout',
     'WindowLayout', 'SHIFT_MODES', 'shifted_window_mask', 'padding_key_mask',
     'MASK_VALUE', 'relative_position_index', 'log_spaced_relative_coords',

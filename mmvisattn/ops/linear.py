@@ -4,10 +4,11 @@ PyTorch's eager ``F.linear`` re-reads the weight in its stored layout on
 every call; oneDNN can reorder it once into the blocked layout its GEMM
 kernels want (what ``torch.compile``'s CPU freezing pass does) and fuse the
 bias and an exact GELU into the GEMM. Same fp32 arithmetic, ~10-20% faster
-on the Swin shapes. Used only inside :func:`packed_weights_scope`, which a block enters when
-:func:`mmvisattn.ops.backend.fast_path_allowed` says its fast path may run
-(one transformer block's or patch merging's call, whose chunks reuse the
-packed copy), on CPU tensors of fp32 weights: in fp32 without autocast, and
+on the Swin shapes. Used only inside :func:`packed_weights_scope`, which
+:func:`fast_path` enters for a block (one transformer block's or patch
+merging's call, whose chunks reuse the packed copy) when
+:func:`mmvisattn.ops.backend.fast_path_allowed` says its fast path may
+run, on CPU tensors of fp32 weights: in fp32 without autocast, and
 in bf16 under CPU bf16 autocast where oneDNN has native bf16 (the weight
 packed as bf16, the input cast to bf16, the output bf16: what autocast's
 ``F.linear`` computes, without its per-call weight cast and reorder);
@@ -26,13 +27,13 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .backend import fast_path_allowed
+from .backend import fast_part, fast_path_allowed
 
 # Packed weights of the running scope, per thread (id(linear) -> (key,
 # packed)); never on the module, so deepcopy/pickle/state_dict of a model
 # never meet a oneDNN tensor.
 _LOCAL = threading.local()
-_ROWS_HINT = 4096  # rows per call on the chunked paths
+ROWS_HINT = 4096  # rows per call on the chunked paths
 # Packing a weight costs about one call's GEMM, so a linear first met with
 # fewer rows than this runs unpacked (already packed in the scope, e.g. a
 # chunk loop's short last chunk, it keeps its packed copy). One call that
@@ -60,13 +61,24 @@ def packed_weights_scope():
         _LOCAL.packed = None
 
 
+@contextlib.contextmanager
+def fast_path(module: nn.Module, x: torch.Tensor):
+    """The one entry of a block's fast path: yields whether ``module`` may
+    take it on ``x`` (:func:`fast_path_allowed`, asked once), and runs the
+    enclosed code inside :func:`packed_weights_scope` when it may (and the
+    ``'packed_linears'`` part is on)."""
+    allowed = fast_path_allowed(module, x)
+    if allowed and fast_part('packed_linears'):
+        with packed_weights_scope():
+            yield True
+    else:
+        yield allowed
+
+
 def run_packed(module: nn.Module, fn, x: torch.Tensor, *args):
-    """``fn(x, *args)``, inside :func:`packed_weights_scope` when
-    ``module``'s fast path is allowed (:func:`fast_path_allowed`), plainly
-    otherwise."""
-    if not fast_path_allowed(module, x):
-        return fn(x, *args)
-    with packed_weights_scope():
+    """``fn(x, *args)`` on ``module``'s :func:`fast_path`: a layer whose
+    only fast part is its packed linears (patch merging)."""
+    with fast_path(module, x):
         return fn(x, *args)
 
 
@@ -83,7 +95,7 @@ _ONEDNN_BF16 = _ONEDNN and bool(
     getattr(torch.ops.mkldnn, '_is_mkldnn_bf16_supported', lambda: False)())
 
 
-def _reorder(weight: torch.Tensor, rows: int) -> torch.Tensor:
+def pack_weight(weight: torch.Tensor, rows: int) -> torch.Tensor:
     return torch.ops.mkldnn._reorder_linear_weight(weight, rows)
 
 
@@ -123,7 +135,7 @@ def _packed_weight(linear: nn.Linear, dtype: torch.dtype):
         bias = linear.bias
         if bias is not None:
             bias = bias.detach().to(dtype)
-        cached = (key, _reorder(weight.detach().to(dtype), _ROWS_HINT), bias)
+        cached = (key, pack_weight(weight.detach().to(dtype), ROWS_HINT), bias)
         packed[id(linear)] = cached
     return cached[1], cached[2]
 

@@ -4,6 +4,7 @@
         [--infer-shape 800 1216] [--train-shape 512 512] [--repeats 5]
         [--device cpu|cuda] [--infer-batch 1] [--train-batch 1]
         [--amp-dtype bfloat16|float16] [--compile [--compile-backend B]]
+        [--ablate]
 
 Both models carry the same weights (mapped with mmdet's own converter) and
 their outputs are compared first. Timings alternate between the two models
@@ -25,6 +26,14 @@ same way. Each model's first call (the compilation) is timed and printed.
 ``--compile-backend`` names another ``torch.compile`` backend (the tests
 run this path with ``eager``: dynamo's capture without inductor's C++
 compilation).
+
+``--ablate`` adds, for each part of our fast inference path
+(``mmvisattn.ops.FAST_PARTS``: packed linears, chunked window attention
+with the fused residual add, chunked MLP), an inference row of ours with
+that part switched off (``use_backend('auto', without=(part, ))``) against
+ours with every part on, and one with the whole fast path off
+(``use_backend('plain')``), alternated in the same run: a ratio above 1 is
+what the part saves (under ``--amp-dtype``, in that dtype).
 """
 import argparse
 import statistics
@@ -34,6 +43,7 @@ import torch
 
 import mmvisattn  # noqa: F401
 from mmvisattn.models.backbones import SwinTransformer
+from mmvisattn.ops import FAST_PARTS, use_backend
 from mmvisattn_tools.benchmark import build_pair
 
 DEVICE = 'cpu'
@@ -111,6 +121,26 @@ def compiled_rows(ours, theirs, infer, shape, amp, args):
             args.repeats)
 
 
+def ablate_rows(ours, infer, shape, amp, args):
+    """Ours with one part of the fast path off (then all of it) against
+    ours with every part on, in ``amp`` (or fp32)."""
+    def under(name, without=()):
+        run = infer(ours, amp)
+
+        def call():
+            with use_backend(name, without):
+                run()
+        return call
+
+    dtype = args.amp_dtype or 'fp32'
+    name = f'inference {"x".join(map(str, shape))} {dtype}'
+    for part in FAST_PARTS:
+        compare(f'{name} without {part}', under('auto', (part, )),
+                under('auto'), args.repeats, labels=(f'-{part}', 'ours'))
+    compare(f'{name} plain path', under('plain'), under('auto'),
+            args.repeats, labels=('plain', 'ours'))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument('--arch', default='tiny',
@@ -130,6 +160,9 @@ def main():
                         'by torch.compile (inductor, frozen weights)')
     parser.add_argument('--compile-backend', default='inductor',
                         help='torch.compile backend for --compile')
+    parser.add_argument('--ablate', action='store_true',
+                        help='also time our inference with each fast-path '
+                        'part switched off, against all parts on')
     args = parser.parse_args()
     global DEVICE
     DEVICE = args.device
@@ -178,6 +211,8 @@ def main():
                     labels=(f'mmdet-{args.amp_dtype}', 'mmdet'))
 
     rows('inference', infer, x.shape)
+    if args.ablate:
+        ablate_rows(ours, infer, x.shape, amp, args)
     if args.compile:
         compiled_rows(ours, theirs, infer, x.shape, amp, args)
 

@@ -44,7 +44,7 @@ from mmvisattn.models.backbones.rswatt import RSWAttTransformer  # noqa: E402
 from mmvisattn.models.backbones.swin import SwinTransformer  # noqa: E402
 from mmvisattn.models.backbones.tnt import TNT  # noqa: E402
 from mmvisattn.models.layers import WindowAttention  # noqa: E402
-from mmvisattn.ops import WindowLayout  # noqa: E402
+from mmvisattn.ops import WindowLayout, use_backend  # noqa: E402
 from mmvisattn.registry import MODELS  # noqa: E402
 
 MEAN = (123.675, 116.28, 103.53)
@@ -174,7 +174,9 @@ def capture_calls(model: torch.nn.Module, img: torch.Tensor,
 
     handles = [m.register_forward_hook(hook) for m in modules]
     try:
-        with torch.no_grad():
+        # the plain path calls every attention's forward (the fast path's
+        # fused residual add does not: ops.backend)
+        with torch.no_grad(), use_backend('plain'):
             model(img)
     except _Captured:
         pass

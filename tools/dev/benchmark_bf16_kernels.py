@@ -47,7 +47,7 @@ def linears():
 
 
 def packing():
-    from mmvisattn.ops.linear import _ROWS_HINT, _reorder
+    from mmvisattn.ops.linear import ROWS_HINT, pack_weight
     rows = []
     for n, cin, cout in [(256, 768, 3072), (512, 768, 3072),
                          (950, 768, 3072), (950, 3072, 768),
@@ -58,7 +58,7 @@ def packing():
         for dtype in (torch.float32, torch.bfloat16):
             def packed_once():
                 # packed as the fast path packs it (ops.linear)
-                w = _reorder(linear.weight.detach().to(dtype), _ROWS_HINT)
+                w = pack_weight(linear.weight.detach().to(dtype), ROWS_HINT)
                 return torch.ops.mkldnn._linear_pointwise(
                     x.to(dtype), w, linear.bias.detach().to(dtype), 'none',
                     [], '')

@@ -15,11 +15,7 @@ from mmvisattn.registry import MODELS
 from ..layers import PatchEmbed, PatchMerging, SwinBlock
 from ..layers.builder import part_options, resolve_part
 from ..layers.window_msa import CHUNK_TOKENS, SwinAttention
-from ..utils.swin_convert import (
-    is_openmmlab_swin,
-    is_timm_swin,
-    swin_any_to_mmvisattn,
-)
+from ..utils.swin_convert import foreign_swin_layout, swin_any_to_mmvisattn
 from .base import (
     BlockStage,
     HierarchicalBackbone,
@@ -378,12 +374,13 @@ class SwinTransformer(HierarchicalBackbone):
 
     def _peer_layout(self, state_dict, prefix, *args, **kwargs):
         """Whole models of mmdet's, mmseg's and mmpretrain's zoos (and
-        timm's) hold their own Swin layout under ``backbone.``; converted
-        here, on load, so ``load_from``, ``resume`` and tools/test.py take
-        them unchanged. The release layout is ours and passes as it is."""
+        timm's and Hugging Face's state dicts) hold their own Swin layout
+        under ``backbone.``; converted here, on load, so ``load_from``,
+        ``resume`` and tools/test.py take them unchanged. The release
+        layout is ours and passes as it is."""
         keys = [k for k in state_dict if k.startswith(prefix)]
         sub = {k[len(prefix):]: state_dict[k] for k in keys}
-        if not (is_openmmlab_swin(sub) or is_timm_swin(sub)):
+        if foreign_swin_layout(sub) is None:
             return
         for key in keys:
             del state_dict[key]

@@ -37,8 +37,7 @@ from mmengine.model.weight_init import trunc_normal_
 from mmvisattn.ops import (
     attend,
     fast_linear,
-    fast_path_allowed,
-    packed_weights_scope,
+    fast_path,
     sliding_relative_index,
 )
 from mmvisattn.registry import MODELS
@@ -273,10 +272,8 @@ class RSWAttBlock(BaseModule):
         return x + self.drop_path(self.mlp(self.norm2(x)))
 
     def forward(self, x: torch.Tensor, hw_shape) -> torch.Tensor:
-        if fast_path_allowed(self, x):  # packed linears (ops.backend)
-            with packed_weights_scope():
-                return self._forward(x, hw_shape)
-        if self.with_cp and x.requires_grad:
-            return cp.checkpoint(self._forward, x, hw_shape,
-                                 use_reentrant=False)
-        return self._forward(x, hw_shape)
+        with fast_path(self, x) as fast:  # packed linears (ops.backend)
+            if self.with_cp and x.requires_grad and not fast:
+                return cp.checkpoint(self._forward, x, hw_shape,
+                                     use_reentrant=False)
+            return self._forward(x, hw_shape)

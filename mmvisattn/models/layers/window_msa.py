@@ -64,9 +64,9 @@ from mmvisattn.ops import (
     SHIFT_MODES,
     attend,
     fast_linear,
-    fast_path_allowed,
+    fast_part,
+    fast_path,
     orthogonal_random_features,
-    packed_weights_scope,
     padding_key_mask,
     performer_attention,
     relative_position_index,
@@ -87,9 +87,10 @@ from .builder import build_part, registered_kinds
 from .mlp import Mlp
 
 DEFAULT_ATTENTION = 'WindowAttention'
-# Rows processed at once by the chunked paths: the (rows, 4C) MLP hidden
-# state and one chunk of windows' q/k/v/logits stay in the CPU's L2/L3
-# instead of streaming the whole map through memory between ops.
+# Rows processed at once by the CPU inference path's chunks (ops.backend's
+# 'window_chunks' and 'mlp_chunks'): the (rows, 4C) MLP hidden state and
+# one chunk of windows' q/k/v/logits stay in the CPU's L2/L3 instead of
+# streaming the whole map through memory between ops.
 CHUNK_TOKENS = 4096
 def build_swin_attention(embed_dims: int, num_heads: int, window_size: int,
                          qkv_bias: bool = True,
@@ -247,13 +248,16 @@ class SwinAttention(BaseModule):
         """(B, H, W, C) -> projected attention output (B, H, W, C)."""
         raise NotImplementedError
 
-    def forward(self,
-                x: torch.Tensor,
-                shift_size: int = 0,
-                residual: Optional[torch.Tensor] = None) -> torch.Tensor:
-        """x: (B, H, W, C) -> (B, H, W, C); plus ``residual`` if given."""
-        out = self.proj_drop(self.attend(x, shift_size))
-        return out if residual is None else residual + out
+    def forward(self, x: torch.Tensor, shift_size: int = 0) -> torch.Tensor:
+        """x: (B, H, W, C) -> (B, H, W, C)."""
+        return self.proj_drop(self.attend(x, shift_size))
+
+    def add_to(self, residual: torch.Tensor, x: torch.Tensor,
+               shift_size: int = 0) -> torch.Tensor:
+        """``residual + forward(x, shift_size)``: what the block's CPU
+        inference path (:func:`mmvisattn.ops.fast_path_allowed`) calls, so
+        that a kind may fuse the residual add (:class:`WindowAttention`)."""
+        return residual + self(x, shift_size)
 
 
 @MODELS.register_module()
@@ -344,83 +348,81 @@ class WindowAttention(SwinAttention):
                                          self.scale, self.use_content)
         return probs, v, layout, mask
 
-    def forward(self, x: torch.Tensor, shift_size: int = 0,
-                residual: Optional[torch.Tensor] = None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, shift_size: int = 0) -> torch.Tensor:
+        """x: (B, H, W, C) -> (B, H, W, C): roll + partition in one gather,
+        attention in every window, reverse + roll back + crop in one
+        gather."""
         B, H, W, C = x.shape
-        N = self.window_size**2
         layout, mask, tokens = self._window_setup(x, shift_size)
-        nW = layout.num_windows
-        bias = self.window_bias()
+        windows = tokens.index_select(1, layout.gather_index).view(
+            B, layout.num_windows, self.window_size**2, C)
+        out = self.attend_windows(windows, mask, self.window_bias())
+        out = out.view(B, -1, C)
+        return self.proj_drop(
+            out.index_select(1, layout.scatter_index).view(B, H, W, C))
+
+    def attend_windows(self, windows: torch.Tensor,
+                       mask: Optional[torch.Tensor],
+                       bias: Optional[torch.Tensor]) -> torch.Tensor:
+        """(B, windows, N, C) -> (B, windows, N, C): attention within each
+        window, projected; ``mask`` (windows, N, N) and ``bias`` (heads,
+        N, N, :meth:`window_bias`) or None."""
+        B, nW, N, C = windows.shape
+        dropout_p = self.attn_drop_rate if self.training else 0.
         if recording():
-            # one batched call: no Python loop over the batch or the
-            # windows, whose counts may be traced values (a loop over them
-            # would be baked into the graph)
-            windows = tokens.index_select(1, layout.gather_index).view(
-                B, nW, N, C)
+            # one batched call whose window count may be a traced value;
             # (3, B, heads, windows, N, d): heads first, see
             # window_attention_recorded
             q, k, v = self.project_qkv(windows).view(
                 B, nW, N, 3, self.num_heads, -1).permute(
                     3, 0, 4, 1, 2, 5).contiguous().unbind(0)
             out = window_attention_recorded(
-                q, k, v, bias=bias, mask=mask, scale=self.scale,
-                dropout_p=self.attn_drop_rate if self.training else 0.,
+                q, k, v, bias=bias, mask=mask,
+                scale=self.scale, dropout_p=dropout_p,
                 use_content=self.use_content)
-            out = self.proj(out.permute(0, 2, 3, 1, 4).reshape(B, -1, C))
-            out = self.proj_drop(
-                out.index_select(1, layout.scatter_index).view(B, H, W, C))
-            return out if residual is None else residual + out
+            return self.proj(out.permute(0, 2, 3, 1, 4).reshape(B, nW, N, C))
+        q, k, v = self._split_heads(self.project_qkv(windows))
+        out = window_attention(q, k, v, bias=bias, mask=mask,
+                               scale=self.scale, dropout_p=dropout_p,
+                               use_content=self.use_content)
+        return fast_linear(out.transpose(2, 3).reshape(B, nW, N, C),
+                           self.proj)
+
+    def add_to(self, residual: torch.Tensor, x: torch.Tensor,
+               shift_size: int = 0) -> torch.Tensor:
+        """``residual + forward(x, shift_size)`` for the block's CPU
+        inference path (eval, no gradient, nothing recording:
+        :func:`mmvisattn.ops.fast_path_allowed`). Windows are attended
+        ``chunk_tokens`` rows at a time, so that a chunk's q/k/v and logits
+        stay in the CPU's cache, and each chunk's output is scatter-added
+        straight into the residual stream: reverse + roll back + crop +
+        residual add in one pass, padded slots landing in a scratch row
+        (docs/benchmarks.md measures what this path pays)."""
+        B, H, W, C = x.shape
+        N = self.window_size**2
+        layout, mask, tokens = self._window_setup(x, shift_size)
+        nW, bias = layout.num_windows, self.window_bias()
         per_chunk = max(1, self.chunk_tokens // N)
-        # (image, first window, end window): chunks never straddle images,
-        # so a chunk's mask rows are mask[s:e]
-        chunks = [(b, s, min(nW, s + per_chunk)) for b in range(B)
-                  for s in range(0, nW, per_chunk)]
-
-        def attend(windows, s, e):  # (e-s, N, C) -> (e-s, N, C)
-            q, k, v = self._split_heads(self.project_qkv(windows)[None])
-            out = window_attention(
-                q, k, v, bias=bias,
-                mask=None if mask is None else mask[s:e],
-                scale=self.scale,
-                dropout_p=self.attn_drop_rate if self.training else 0.,
-                use_content=self.use_content)
-            return fast_linear(out[0].transpose(1, 2).reshape(e - s, N, C),
-                               self.proj)
-
-        if residual is not None:
-            # The block's fast inference path (it passes the residual only
-            # then): gather each chunk's windows, and scatter-add its
-            # output straight into the residual stream (reverse + roll back
-            # + crop + residual add in one pass; padded slots land in a
-            # scratch row).
-            L = H * W
-            out = torch.cat([residual.reshape(B, L, C),
-                             residual.new_zeros(B, 1, C)], 1)
-            flat = out.view(B * (L + 1), C)
-            for b, s, e in chunks:
+        L = H * W
+        out = torch.cat([residual.reshape(B, L, C),
+                         residual.new_zeros(B, 1, C)], 1)
+        flat = out.view(B * (L + 1), C)
+        # chunks never straddle images, so a chunk's mask rows are mask[s:e]
+        for b in range(B):
+            for s in range(0, nW, per_chunk):
+                e = min(nW, s + per_chunk)
                 slots = slice(s * N, e * N)
                 windows = tokens[b].index_select(
-                    0, layout.gather_index[slots]).view(e - s, N, C)
+                    0, layout.gather_index[slots]).view(1, e - s, N, C)
+                attended = self.attend_windows(
+                    windows, None if mask is None else mask[s:e], bias)
                 # under autocast the attention output is half precision
                 # while the residual may be fp32 (CUDA's LayerNorm); add
                 # in the residual's dtype, as `residual + out` promotes
                 flat.index_add_(
                     0, layout.slot_to_image[slots] + b * (L + 1),
-                    self.proj_drop(attend(windows, s, e)).view(-1, C).to(
-                        flat.dtype))
-            return out[:, :L].view(B, H, W, C)
-
-        # roll + partition in one gather
-        windows = tokens.index_select(1, layout.gather_index).view(
-            B * nW, N, C)
-        out = torch.cat([
-            attend(windows[b * nW + s:b * nW + e], s, e)
-            for b, s, e in chunks
-        ]).view(B, nW * N, C)
-        # reverse + roll back + crop in one gather
-        out = self.proj_drop(
-            out.index_select(1, layout.scatter_index).view(B, H, W, C))
-        return out if residual is None else residual + out
+                    self.proj_drop(attended).view(-1, C).to(flat.dtype))
+        return out[:, :L].view(B, H, W, C)
 
 
 @MODELS.register_module()
@@ -565,47 +567,38 @@ class SwinBlock(BaseModule):
             hidden = act(fast_linear(self.norm2(x), fc1))
         return drop2(fast_linear(drop1(hidden), fc2))
 
-    def _mlp(self, x: torch.Tensor, fast: bool) -> torch.Tensor:
-        """x + DropPath(MLP(LN(x))), the MLP run in row chunks.
-
-        Chunks are cut along the token axis so DropPath still drops whole
-        samples; each chunk's 4C-wide hidden state stays in cache. On the
-        fast path (DropPath is the identity) each chunk is written in place.
-        """
+    def _mlp(self, x: torch.Tensor, chunks: bool) -> torch.Tensor:
+        """x + DropPath(MLP(LN(x))); with ``chunks`` (the fast path's
+        ``'mlp_chunks'``: DropPath is the identity there) in row chunks,
+        each chunk's 4C-wide hidden state kept in cache and its output
+        written in place."""
         B, L, C = x.shape
         rows = max(1, self.chunk_tokens // B)
-        # (recorded graphs: one call; the token count may be traced)
-        if recording() or L <= rows:
+        if not chunks or L <= rows:
             return x + self.drop_path(self._mlp_hidden(x))
-        if fast:
-            out = torch.empty_like(x)
-            for src, dst in zip(x.split(rows, 1), out.split(rows, 1)):
-                torch.add(src, self._mlp_hidden(src), out=dst)
-            return out
-        hidden = torch.cat([self._mlp_hidden(p) for p in x.split(rows, 1)], 1)
-        return x + self.drop_path(hidden)
+        out = torch.empty_like(x)
+        for src, dst in zip(x.split(rows, 1), out.split(rows, 1)):
+            torch.add(src, self._mlp_hidden(src), out=dst)
+        return out
 
     def forward(self, x: torch.Tensor, hw_shape: Tuple[int, int]
                 ) -> torch.Tensor:
         B, L, C = x.shape
-        # the one decision, for the whole block (ops.backend)
-        fast = fast_path_allowed(self, x)
 
-        def inner(x):
+        def inner(x, fast):
             normed = self.norm1(x).view(B, *hw_shape, C)
-            if fast:  # DropPath is the identity: fuse the residual add
-                x = self.attn(normed, self.shift_size,
-                              residual=x.view(B, *hw_shape, C)).view(B, L, C)
+            if fast and fast_part('window_chunks'):
+                # DropPath is the identity: the residual add fused
+                x = self.attn.add_to(x.view(B, *hw_shape, C), normed,
+                                     self.shift_size).view(B, L, C)
             else:
                 attn = self.attn(normed, self.shift_size)
                 x = x + self.drop_path(attn.view(B, L, C))
-            return self._mlp(x, fast)
+            return self._mlp(x, fast and fast_part('mlp_chunks'))
 
-        if fast:
-            # this block's linears are packed once for all its chunks, and
-            # only while it runs
-            with packed_weights_scope():
-                return inner(x)
-        if self.with_cp and x.requires_grad:
-            return cp.checkpoint(inner, x, use_reentrant=False)
-        return inner(x)
+        # the one decision, for the whole block (ops.backend); this block's
+        # linears are packed once for all its chunks, and only while it runs
+        with fast_path(self, x) as fast:
+            if self.with_cp and x.requires_grad and not fast:
+                return cp.checkpoint(inner, x, False, use_reentrant=False)
+            return inner(x, fast)

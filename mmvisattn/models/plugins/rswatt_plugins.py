@@ -3,7 +3,6 @@ bottlenecks (``plugins=``) and as a neck that enhances every FPN level
 before the dense / RoI heads. Both add ``gamma * RSWAtt(LN(x))`` to their
 input with ``gamma`` starting at zero, so a pretrained network starts
 exactly as it was and learns how much pixel-level attention to use."""
-import contextlib
 from typing import Optional, Sequence, Tuple
 
 import torch
@@ -11,7 +10,7 @@ import torch.nn as nn
 from mmengine.model import BaseModule, ModuleList
 
 from mmvisattn.models.layers import build_rswatt_attention
-from mmvisattn.ops import fast_path_allowed, packed_weights_scope
+from mmvisattn.ops import fast_path
 from mmvisattn.registry import MODELS
 
 
@@ -50,9 +49,7 @@ class RSWAttResidual(BaseModule):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         # CPU inference: the attention's linears packed for this call only
         # (ops.backend decides, as for every block)
-        scope = packed_weights_scope() if fast_path_allowed(self, x) \
-            else contextlib.nullcontext()
-        with scope:
+        with fast_path(self, x):
             y = self.attn(self.norm(x.permute(0, 2, 3, 1))).out
         return x + (y * self.gamma).permute(0, 3, 1, 2)
 

@@ -399,6 +399,17 @@ _LAYOUTS = (('timm', is_timm_swin), ('official', is_official_swin),
             ('openmmlab', is_openmmlab_swin), ('huggingface', is_hf_swin))
 
 
+def foreign_swin_layout(state_dict: Dict[str, torch.Tensor]
+                        ) -> Optional[str]:
+    """The layout of a Swin state dict that is not ours (``'timm'``,
+    ``'openmmlab'``, ``'huggingface'``), or None: ours (the official
+    layout) or no known Swin layout at all."""
+    for name, matches in _LAYOUTS:
+        if matches(state_dict):
+            return None if name == 'official' else name
+    return None
+
+
 def detect_swin_layout(state_dict: Dict[str, torch.Tensor]) -> str:
     """``'official'`` (the release layout, also ours), ``'timm'``,
     ``'openmmlab'`` (mmdet/mmseg/mmpretrain) or ``'huggingface'``
