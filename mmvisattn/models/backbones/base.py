@@ -2,13 +2,14 @@
 
 :func:`resolve_arch` and :func:`check_stages` make the checks every backbone
 makes, so the same mistake gets the same error (type and wording) from
-Swin, TNT and RSWAtt; :class:`BackboneBase` holds freezing, ``norm_eval``,
+Swin, TNT and RSWAtt; :func:`read_peer_keywords` reads the peers'
+spellings from each backbone's table; :class:`BackboneBase` holds freezing, ``norm_eval``,
 init and pretrained loading; :class:`HierarchicalBackbone` is Swin's
 pyramid (patch embedding, :class:`BlockStage` stages with merging, output
 norms), on which Swin and RSWAtt differ only in their blocks.
 """
 import sys
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 import torch.nn as nn
@@ -92,6 +93,37 @@ def resolve_convention(owner: str, convention: Optional[str]) -> str:
         f"{owner}: mmpretrain's meaning of the keywords ({reason}); give "
         "convention='mmdet' for mmdet's (docs/backbones.md, \"Peers\")")
     return 'mmpretrain'
+
+
+#: ``translate(owner, name, value, ours)``: reads a peer's keyword ``name``
+#: (given as ``value``) into our arguments ``ours``, or raises naming it.
+PeerKeyword = Callable[[str, str, object, dict], None]
+
+
+def read_peer_keywords(owner: str, table: Dict[str, PeerKeyword],
+                       given: Dict[str, object], ours: dict) -> dict:
+    """``ours`` with the peers' spellings in ``given`` (mmdet's, mmseg's and
+    mmpretrain's keywords; None: not given) read in by ``table``, the one
+    small table each backbone keeps of them."""
+    ours = dict(ours)
+    for name, translate in table.items():
+        if given.get(name) is not None:
+            translate(owner, name, given[name], ours)
+    return ours
+
+
+def another_name_for(ours_name: str, default) -> PeerKeyword:
+    """A peer's name for our argument ``ours_name`` (default ``default``):
+    its value is taken where ours keeps the default; the two disagreeing is
+    a ``ValueError`` naming both."""
+    def translate(owner: str, name: str, value, ours: dict) -> None:
+        mine = ours[ours_name]
+        if mine != default and mine != value:
+            raise ValueError(f'{owner}: {ours_name}={mine} and {name}='
+                             f"{value} (the peer's name) disagree; give one "
+                             'of them')
+        ours[ours_name] = value
+    return translate
 
 
 def check_stages(owner: str, num_stages: int, out_indices: Sequence[int],

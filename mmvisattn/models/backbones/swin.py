@@ -19,6 +19,8 @@ from ..utils.swin_convert import foreign_swin_layout, swin_any_to_mmvisattn
 from .base import (
     BlockStage,
     HierarchicalBackbone,
+    another_name_for,
+    read_peer_keywords,
     resolve_arch,
     resolve_convention,
 )
@@ -97,6 +99,86 @@ def _image_size(name: str, size) -> Tuple[int, int]:
         return tuple(size) * (3 - len(size))
     raise ValueError(f'SwinTransformer: {name}={size!r}: give an int or '
                      '(h, w)')
+
+
+def _swin_arch(arch_zoo: Dict[str, dict], arch, **given):
+    """``(embed_dims, depths, num_heads)`` of the preset or custom ``arch``
+    with the explicit ``given`` ones (not None) over it; a custom dict may
+    leave out what they give."""
+    arch = resolve_arch('SwinTransformer', arch_zoo, arch,
+                        ('embed_dims', 'depths', 'num_heads'),
+                        require_keys=False)
+    arch.update({k: v for k, v in given.items() if v is not None})
+    lacking = [k for k in given if k not in arch]
+    if lacking:
+        raise ValueError(
+            f'SwinTransformer: the custom arch {arch!r} lacks '
+            f'{", ".join(lacking)}; give them in the dict or as arguments')
+    depths, num_heads = tuple(arch['depths']), tuple(arch['num_heads'])
+    if len(depths) != len(num_heads):
+        raise ValueError(f'SwinTransformer: depths {depths} and num_heads '
+                         f'{num_heads} must have the same length')
+    return arch['embed_dims'], depths, num_heads
+
+
+def _pretrained(owner: str, name: str, path, ours: dict) -> None:
+    """mmdet's and mmseg's deprecated spelling of a ``Pretrained``
+    ``init_cfg``."""
+    if not isinstance(path, str):
+        raise TypeError(f'{owner}: pretrained must be a path or URL, got '
+                        f'{type(path).__name__}')
+    if ours['init_cfg'] is not None:
+        raise ValueError(f'{owner}: give pretrained or init_cfg, not both '
+                         "(pretrained=PATH means init_cfg=dict(type="
+                         "'Pretrained', checkpoint=PATH))")
+    ours['init_cfg'] = dict(type='Pretrained', checkpoint=path)
+
+
+def _stage_cfgs(owner: str, name: str, cfgs, ours: dict) -> None:
+    """mmpretrain's ``stage_cfgs=dict(block_cfgs=dict(window_size=M))``."""
+    ours['window_size'] = _window_from_stage_cfgs(cfgs, ours['window_size'])
+
+
+def _patch_cfg(owner: str, name: str, cfg, ours: dict) -> None:
+    if cfg:
+        raise ValueError(
+            f"{owner}: patch_cfg={cfg!r} (mmpretrain's PatchEmbed options) "
+            'is not supported; use patch_size, in_channels and patch_norm')
+
+
+def _strides(owner: str, name: str, strides, ours: dict) -> None:
+    """mmdet's and mmseg's ``strides``: patches are non-overlapping and
+    every merge halves the map, so only the first can differ."""
+    want = (ours['patch_size'], ) + (2, ) * (ours['num_stages'] - 1)
+    if tuple(strides) != want:
+        raise ValueError(
+            f'{owner}: strides={tuple(strides)}: patches are '
+            'non-overlapping and every merge halves the map, so the '
+            f'strides are (patch_size, 2, ...) = {want}; set patch_size for '
+            'the first one')
+
+
+def _convert_weights(owner: str, name: str, convert, ours: dict) -> None:
+    """mmdet's ``convert_weights``: True converts the official layout on
+    load, which happens here for every known layout (detected from the
+    keys); False (load without converting) cannot be honoured."""
+    if convert is False:
+        raise ValueError(
+            f'{owner}: convert_weights=False (mmdet: load the checkpoint '
+            "without converting it) is not supported: the checkpoint's "
+            'layout is read from its keys and converted as needed; leave '
+            'convert_weights out or set it to True')
+
+
+#: mmdet's, mmseg's and mmpretrain's spellings, read by read_peer_keywords
+SWIN_PEER_KEYWORDS = dict(
+    pretrained=_pretrained,
+    img_size=another_name_for('pretrain_img_size', 224),  # mmpretrain
+    stage_cfgs=_stage_cfgs,
+    patch_cfg=_patch_cfg,
+    strides=_strides,
+    convert_weights=_convert_weights,
+)
 
 
 @MODELS.register_module()
@@ -227,78 +309,31 @@ class SwinTransformer(HierarchicalBackbone):
                  patch_cfg: Optional[dict] = None,
                  convention: Optional[str] = None,
                  init_cfg: Optional[dict] = None):
-        if pretrained is not None:  # mmdet/mmseg's deprecated spelling
-            if not isinstance(pretrained, str):
-                raise TypeError(f'SwinTransformer: pretrained must be a path '
-                                f'or URL, got {type(pretrained).__name__}')
-            if init_cfg is not None:
-                raise ValueError('SwinTransformer: give pretrained or '
-                                 'init_cfg, not both (pretrained=PATH means '
-                                 "init_cfg=dict(type='Pretrained', "
-                                 'checkpoint=PATH))')
-            init_cfg = dict(type='Pretrained', checkpoint=pretrained)
-        super().__init__(init_cfg=init_cfg)
+        embed_dims, depths, num_heads = _swin_arch(
+            self.arch_zoo, arch, embed_dims=embed_dims, depths=depths,
+            num_heads=num_heads)
+        num_stages = len(depths)
+        ours = read_peer_keywords(
+            'SwinTransformer', SWIN_PEER_KEYWORDS,
+            dict(pretrained=pretrained, img_size=img_size,
+                 stage_cfgs=stage_cfgs, patch_cfg=patch_cfg, strides=strides,
+                 convert_weights=convert_weights),
+            dict(init_cfg=init_cfg, pretrain_img_size=pretrain_img_size,
+                 window_size=window_size, patch_size=patch_size,
+                 num_stages=num_stages))
+        super().__init__(init_cfg=ours['init_cfg'])
         self.convention = resolve_convention('SwinTransformer', convention)
         # mmpretrain's classifier semantics come with its meaning and with
         # its spelling img_size
         if pad_small_map is None:
             pad_small_map = img_size is None and self.convention == 'mmdet'
-        if img_size is not None:
-            if pretrain_img_size not in (224, img_size):
-                raise ValueError(
-                    f'SwinTransformer: img_size={img_size} (mmpretrain\'s '
-                    f'name) and pretrain_img_size={pretrain_img_size} '
-                    'disagree; give one of them')
-            pretrain_img_size = img_size
         pretrain_hw = _image_size('pretrain_img_size' if img_size is None
-                                  else 'img_size', pretrain_img_size)
-        window_size = _window_from_stage_cfgs(stage_cfgs, window_size)
-        if patch_cfg:
-            raise ValueError(
-                f'SwinTransformer: patch_cfg={patch_cfg!r} (mmpretrain\'s '
-                'PatchEmbed options) is not supported; use patch_size, '
-                'in_channels and patch_norm')
-        # a custom dict may leave out what embed_dims/depths/num_heads give
-        arch = resolve_arch('SwinTransformer', self.arch_zoo, arch,
-                            ('embed_dims', 'depths', 'num_heads'),
-                            require_keys=False)
-        given = dict(embed_dims=embed_dims, depths=depths,
-                     num_heads=num_heads)
-        arch.update({k: v for k, v in given.items() if v is not None})
-        lacking = [k for k in given if k not in arch]
-        if lacking:
-            raise ValueError(
-                f'SwinTransformer: the custom arch {arch!r} lacks '
-                f'{", ".join(lacking)}; give them in the dict or as '
-                'arguments')
-        embed_dims = arch['embed_dims']
-        depths = tuple(arch['depths'])
-        num_heads = tuple(arch['num_heads'])
-        if len(depths) != len(num_heads):
-            raise ValueError(f'SwinTransformer: depths {depths} and num_heads '
-                             f'{num_heads} must have the same length')
-        num_stages = len(depths)
+                                  else 'img_size', ours['pretrain_img_size'])
+        window_size = ours['window_size']
         if out_indices is None:  # every stage (mmdet), the last (mmpretrain)
             out_indices = range(num_stages) if self.convention == 'mmdet' \
                 else (num_stages - 1, )
-        if strides is not None and tuple(strides) != (
-                patch_size, ) + (2, ) * (num_stages - 1):
-            raise ValueError(
-                f'SwinTransformer: strides={tuple(strides)}: patches are '
-                'non-overlapping and every merge halves the map, so the '
-                f'strides are (patch_size, 2, ...) = '
-                f'{(patch_size, ) + (2, ) * (num_stages - 1)}; set '
-                'patch_size for the first one')
-        # convert_weights (mmdet): True converts the official release's
-        # layout on load, which is what happens here for every known layout
-        # (detected from the keys); False (load without converting) cannot
-        # be honoured, so it is refused rather than ignored.
-        if convert_weights is False:
-            raise ValueError(
-                'SwinTransformer: convert_weights=False (mmdet: load the '
-                'checkpoint without converting it) is not supported: the '
-                "checkpoint's layout is read from its keys and converted as "
-                'needed; leave convert_weights out or set it to True')
+        # every known layout is converted on load (mmdet's True)
         self.convert_weights = True
 
         attn_cfg = dict(attn_cfg or {})

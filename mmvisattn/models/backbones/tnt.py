@@ -37,7 +37,13 @@ from mmvisattn.models.utils.tnt_convert import tnt_any_to_mmvisattn
 from mmvisattn.ops.symbolic import ceil_div, is_concrete
 from mmvisattn.registry import MODELS
 
-from .base import BackboneBase, resolve_arch, resolve_convention
+from .base import (
+    BackboneBase,
+    another_name_for,
+    read_peer_keywords,
+    resolve_arch,
+    resolve_convention,
+)
 
 
 class SqueezeExcite(nn.Module):
@@ -136,6 +142,20 @@ def _resample(in_channels: int, out_channels: int, scale: int) -> nn.Module:
     if out_channels != in_channels:
         layers.append(nn.Conv2d(in_channels, out_channels, 1))
     return nn.Sequential(*layers)
+
+
+def _two_fcs(owner: str, name: str, num_fcs, ours: dict) -> None:
+    if num_fcs != 2:
+        raise ValueError(f'{owner}: num_fcs={num_fcs}: the MLPs here have '
+                         'two layers (fc1, fc2), as TNT has')
+
+
+#: mmpretrain's spellings, read by read_peer_keywords
+TNT_PEER_KEYWORDS = dict(
+    ffn_ratio=another_name_for('mlp_ratio', 4.),
+    first_stride=another_name_for('inner_stride', 4),
+    num_fcs=_two_fcs,
+)
 
 
 @MODELS.register_module()
@@ -240,15 +260,13 @@ class TNT(BackboneBase):
             if drop_path_rate is None else drop_path_rate
         legacy = defaults['legacy'] if legacy is None else legacy
         out_type = defaults['out_type'] if out_type is None else out_type
-        # mmpretrain's spellings: ffn_ratio, first_stride, num_fcs and its
-        # custom-arch keys
-        mlp_ratio = _one_of('mlp_ratio', mlp_ratio, 4., 'ffn_ratio',
-                            ffn_ratio)
-        inner_stride = _one_of('inner_stride', inner_stride, 4,
-                               'first_stride', first_stride)
-        if num_fcs != 2:
-            raise ValueError(f'TNT: num_fcs={num_fcs}: the MLPs here have '
-                             'two layers (fc1, fc2), as TNT has')
+        # mmpretrain's spellings (and, below, its custom-arch keys)
+        ours = read_peer_keywords(
+            'TNT', TNT_PEER_KEYWORDS,
+            dict(ffn_ratio=ffn_ratio, first_stride=first_stride,
+                 num_fcs=num_fcs),
+            dict(mlp_ratio=mlp_ratio, inner_stride=inner_stride))
+        mlp_ratio, inner_stride = ours['mlp_ratio'], ours['inner_stride']
         if self.convention == 'mmpretrain' and act_cfg != dict(type='GELU'):
             raise ValueError(
                 f"TNT: act_cfg={act_cfg!r}: mmpretrain's TNT takes act_cfg "
@@ -502,17 +520,6 @@ class TNT(BackboneBase):
         params = [self.word_pos, self.sentence_pos] + (
             [self.cls_token] if self.cls_token is not None else [])
         return modules, params
-
-
-def _one_of(name: str, value, default, peer_name: str, peer_value):
-    """``value``, or mmpretrain's spelling ``peer_value`` where ``value``
-    keeps its default; the two disagreeing is a ``ValueError``."""
-    if peer_value is None:
-        return value
-    if value != default and value != peer_value:
-        raise ValueError(f'TNT: {name}={value} and {peer_name}={peer_value} '
-                         "(mmpretrain's name) disagree; give one of them")
-    return peer_value
 
 
 def _is_square(n: int) -> bool:
