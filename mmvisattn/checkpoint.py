@@ -2,9 +2,10 @@
 pull a backbone's weights out of any wrapper and load them into a backbone
 (refusing what does not fit), check a whole checkpoint against a model as
 its load pre-hooks read it. Which checkpoint to resume from is
-:mod:`mmvisattn.engine.resume`'s. Every layout conversion is dispatched from the layout detectors in
-``mmvisattn.models.utils`` (``swin_any_to_mmvisattn``,
-``tnt_any_to_mmvisattn``) and the layers' load pre-hooks."""
+:mod:`mmvisattn.engine.resume`'s. Every layout conversion is dispatched
+from the layout detectors in ``mmvisattn.models.utils``
+(``swin_any_to_mmvisattn``, ``tnt_any_to_mmvisattn``) and the layers' load
+pre-hooks."""
 import json
 import os.path as osp
 import re

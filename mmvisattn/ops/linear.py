@@ -3,8 +3,9 @@
 PyTorch's eager ``F.linear`` re-reads the weight in its stored layout on
 every call; oneDNN can reorder it once into the blocked layout its GEMM
 kernels want (what ``torch.compile``'s CPU freezing pass does) and fuse the
-bias and an exact GELU into the GEMM. Same fp32 arithmetic, ~10-20% faster
-on the Swin shapes. Used only inside :func:`packed_weights_scope`, which
+bias and an exact GELU into the GEMM, with the same arithmetic. What it
+pays differs by CPU (docs/benchmarks.md, "What each part of the fast path
+pays": ``benchmark_backbone.py --ablate``). Used only inside :func:`packed_weights_scope`, which
 :func:`fast_path` enters for a block (one transformer block's or patch
 merging's call, whose chunks reuse the packed copy) when
 :func:`mmvisattn.ops.backend.fast_path_allowed` says its fast path may

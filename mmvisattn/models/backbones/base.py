@@ -3,8 +3,8 @@
 :func:`resolve_arch` and :func:`check_stages` make the checks every backbone
 makes, so the same mistake gets the same error (type and wording) from
 Swin, TNT and RSWAtt; :func:`read_peer_keywords` reads the peers'
-spellings from each backbone's table; :class:`BackboneBase` holds freezing, ``norm_eval``,
-init and pretrained loading; :class:`HierarchicalBackbone` is Swin's
+spellings from each backbone's table; :class:`BackboneBase` holds
+freezing, ``norm_eval``, init and pretrained loading; :class:`HierarchicalBackbone` is Swin's
 pyramid (patch embedding, :class:`BlockStage` stages with merging, output
 norms), on which Swin and RSWAtt differ only in their blocks.
 """

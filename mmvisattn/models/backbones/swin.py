@@ -64,28 +64,28 @@ def per_stage(owner: str, name: str, value, num_stages: int) -> tuple:
                      f'stage ({num_stages})')
 
 
-def _window_from_stage_cfgs(stage_cfgs, window_size: int) -> int:
+def _stage_cfgs(owner: str, name: str, stage_cfgs, ours: dict) -> None:
     """The window of mmpretrain's ``stage_cfgs=dict(block_cfgs=dict(
     window_size=12))`` (its 384px configs); anything else in it has an
     argument of ours and is refused with its name."""
     if not stage_cfgs:
-        return window_size
+        return
     cfgs = [stage_cfgs] if isinstance(stage_cfgs, dict) else list(stage_cfgs)
     windows = set()
     for cfg in cfgs:
         block = dict(cfg.get('block_cfgs', {}))
         if set(cfg) - {'block_cfgs'} or set(block) - {'window_size'}:
             raise ValueError(
-                f'SwinTransformer: stage_cfgs={stage_cfgs!r}: only '
+                f'{owner}: stage_cfgs={stage_cfgs!r}: only '
                 "mmpretrain's block_cfgs=dict(window_size=M) is understood; "
                 'give the other options as arguments (mlp_ratio, qkv_bias, '
                 'drop_path_rate, norm_cfg, attn_cfg, with_cp, ...)')
-        windows.add(block.get('window_size', window_size))
+        windows.add(block.get('window_size', ours['window_size']))
     if len(windows) != 1:
-        raise ValueError(f'SwinTransformer: stage_cfgs={stage_cfgs!r} gives '
+        raise ValueError(f'{owner}: stage_cfgs={stage_cfgs!r} gives '
                          'stages different windows; one window_size serves '
                          'all stages here')
-    return windows.pop()
+    ours['window_size'] = windows.pop()
 
 
 def _image_size(name: str, size) -> Tuple[int, int]:
@@ -132,11 +132,6 @@ def _pretrained(owner: str, name: str, path, ours: dict) -> None:
                          "(pretrained=PATH means init_cfg=dict(type="
                          "'Pretrained', checkpoint=PATH))")
     ours['init_cfg'] = dict(type='Pretrained', checkpoint=path)
-
-
-def _stage_cfgs(owner: str, name: str, cfgs, ours: dict) -> None:
-    """mmpretrain's ``stage_cfgs=dict(block_cfgs=dict(window_size=M))``."""
-    ours['window_size'] = _window_from_stage_cfgs(cfgs, ours['window_size'])
 
 
 def _patch_cfg(owner: str, name: str, cfg, ours: dict) -> None:

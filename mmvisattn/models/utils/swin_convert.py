@@ -399,15 +399,19 @@ _LAYOUTS = (('timm', is_timm_swin), ('official', is_official_swin),
             ('openmmlab', is_openmmlab_swin), ('huggingface', is_hf_swin))
 
 
+def _match_layout(state_dict: Dict[str, torch.Tensor]) -> Optional[str]:
+    """The first of ``_LAYOUTS`` that ``state_dict`` matches, or None."""
+    return next((name for name, matches in _LAYOUTS
+                 if matches(state_dict)), None)
+
+
 def foreign_swin_layout(state_dict: Dict[str, torch.Tensor]
                         ) -> Optional[str]:
     """The layout of a Swin state dict that is not ours (``'timm'``,
     ``'openmmlab'``, ``'huggingface'``), or None: ours (the official
     layout) or no known Swin layout at all."""
-    for name, matches in _LAYOUTS:
-        if matches(state_dict):
-            return None if name == 'official' else name
-    return None
+    layout = _match_layout(state_dict)
+    return None if layout == 'official' else layout
 
 
 def detect_swin_layout(state_dict: Dict[str, torch.Tensor]) -> str:
@@ -417,9 +421,9 @@ def detect_swin_layout(state_dict: Dict[str, torch.Tensor]) -> str:
 
     Expects the backbone's keys (``extract_state_dict`` strips wrappers).
     """
-    for name, matches in _LAYOUTS:
-        if matches(state_dict):
-            return name
+    layout = _match_layout(state_dict)
+    if layout is not None:
+        return layout
     keys = list(state_dict)
     shown = ', '.join(keys[:5]) + (f' ... ({len(keys)} keys)'
                                    if len(keys) > 5 else '')
@@ -443,9 +447,9 @@ def swin_any_to_mmvisattn(state_dict: Dict[str, torch.Tensor],
                           ) -> 'OrderedDict[str, torch.Tensor]':
     """Detect the layout of a Swin state dict and convert it to ours: the
     one place every Swin conversion is dispatched from."""
-    for name, matches in _LAYOUTS:
-        if matches(state_dict):
-            return _TO_MMVISATTN[name](state_dict, num_stages)
+    layout = _match_layout(state_dict)
+    if layout is not None:
+        return _TO_MMVISATTN[layout](state_dict, num_stages)
     # Something else: passed on so that load_pretrained's error names the
     # file and the keys that do not fit.
     return drop_derived_buffers(state_dict)
