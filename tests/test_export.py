@@ -50,7 +50,7 @@ RSWATT = dict(type='RSWAttTransformer',
               out_indices=(0, 1))
 RSWATT_VIT = dict(type='RSWAttViT',
                   arch=dict(embed_dims=32, depth=2, num_heads=2),
-                  img_size=64, window_sizes=(2, 4))
+                  img_size=64, window_size=(2, 4))
 SWIN_V2 = dict(type='SwinTransformerV2',
                arch=dict(embed_dims=32, depths=(2, 2), num_heads=(2, 4)),
                out_indices=(0, 1), window_size=4, pretrained_window_sizes=8)
@@ -65,6 +65,11 @@ CONFIGS = {
         type='WindowAttention', shift_mode='padding')),
     'swin-window-none': dict(SWIN, attn_cfg=dict(
         type='WindowAttention', shift_mode='none')),
+    # 4x8 windows: 12x12 at the run size pads its columns
+    'swin-window-rectangular': dict(SWIN, window_size=(4, 8)),
+    'swin-window-rectangular-padding': dict(
+        SWIN, window_size=(4, 8), attn_cfg=dict(type='WindowAttention',
+                                                shift_mode='padding')),
     'swin-window-no-content': dict(SWIN, attn_cfg=dict(
         type='WindowAttention', use_content=False)),
     # 64 px: the 8x8 stage-2 map is one window (not shifted); 96 px: 12x12

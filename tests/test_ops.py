@@ -13,13 +13,16 @@ from mmvisattn.ops import (
 from mmvisattn.ops.masks import MASK_VALUE
 
 
-def test_window_partition_roundtrip_and_order():
+@pytest.mark.parametrize('window', [3, (2, 3)], ids=['square', 'rect'])
+def test_window_partition_roundtrip_and_order(window):
+    wh, ww = (window, window) if isinstance(window, int) else window
     x = torch.arange(2 * 6 * 9 * 1).float().view(2, 6, 9, 1)
-    windows = window_partition(x, 3)
-    assert windows.shape == (2, 6, 9, 1)
-    # second window of the first image = rows 0..2, cols 3..5
-    assert windows[0, 1, :, 0].tolist() == x[0, :3, 3:6, 0].flatten().tolist()
-    assert torch.equal(window_reverse(windows, 3, (6, 9)), x)
+    windows = window_partition(x, window)
+    assert windows.shape == (2, (6 // wh) * (9 // ww), wh * ww, 1)
+    # second window of the first image = rows 0..wh-1, cols ww..2ww-1
+    assert windows[0, 1, :, 0].tolist() == \
+        x[0, :wh, ww:2 * ww, 0].flatten().tolist()
+    assert torch.equal(window_reverse(windows, window, (6, 9)), x)
 
 
 def test_window_partition_refuses_unpadded():
@@ -28,37 +31,41 @@ def test_window_partition_refuses_unpadded():
     assert pad_to_multiple(torch.zeros(1, 5, 8, 2), 4).shape == (1, 8, 8, 2)
 
 
-def test_shifted_mask_blocks_exactly_wrapped_pairs():
-    H = W = 8
-    ws, shift = 4, 2
-    mask = shifted_window_mask(H, W, ws, shift)
-    assert mask.shape == (4, 16, 16)
+@pytest.mark.parametrize('H, W, window, shift', [
+    (8, 8, 4, 2), (8, 12, (4, 6), (2, 3)), (6, 12, (2, 4), (1, 0))],
+                         ids=['square', 'rect', 'rect-row-shift-only'])
+def test_shifted_mask_blocks_exactly_wrapped_pairs(H, W, window, shift):
+    (wh, ww), (sh, sw) = (
+        (v, v) if isinstance(v, int) else v for v in (window, shift))
+    mask = shifted_window_mask(H, W, window, shift)
+    assert mask.shape == ((H // wh) * (W // ww), wh * ww, wh * ww)
     # Original coordinates of the tokens after the cyclic shift by -shift.
-    rows = (torch.arange(H) + shift) % H
-    cols = (torch.arange(W) + shift) % W
+    rows = (torch.arange(H) + sh) % H
+    cols = (torch.arange(W) + sw) % W
     coords = torch.stack(torch.meshgrid(rows, cols, indexing='ij'), -1)
-    win = window_partition(coords.unsqueeze(0).float(), ws)[0]  # nW, N, 2
+    win = window_partition(coords.unsqueeze(0).float(), window)[0]
     for w in range(win.shape[0]):
         pos = win[w]
         # two tokens are true neighbours iff their displacement is the same
         # before and after the shift (no wrap-around between them)
-        wrapped_r = (pos[:, None, 0] - pos[None, :, 0]).abs() >= ws
-        wrapped_c = (pos[:, None, 1] - pos[None, :, 1]).abs() >= ws
+        wrapped_r = (pos[:, None, 0] - pos[None, :, 0]).abs() >= wh
+        wrapped_c = (pos[:, None, 1] - pos[None, :, 1]).abs() >= ww
         blocked = wrapped_r | wrapped_c
         assert torch.equal(mask[w] == MASK_VALUE, blocked)
     # cached: one tensor per feature size
-    assert shifted_window_mask(H, W, ws, shift) is mask
+    assert shifted_window_mask(H, W, window, shift) is mask
 
 
-def test_relative_position_index_matches_definition():
-    M = 3
-    index = relative_position_index(M)
-    coords = [(i, j) for i in range(M) for j in range(M)]
+@pytest.mark.parametrize('window', [3, (2, 3)], ids=['square', 'rect'])
+def test_relative_position_index_matches_definition(window):
+    Mh, Mw = (window, window) if isinstance(window, int) else window
+    index = relative_position_index(window)
+    coords = [(i, j) for i in range(Mh) for j in range(Mw)]
     for a, (i1, j1) in enumerate(coords):
         for b, (i2, j2) in enumerate(coords):
-            expected = (i1 - i2 + M - 1) * (2 * M - 1) + (j1 - j2 + M - 1)
+            expected = (i1 - i2 + Mh - 1) * (2 * Mw - 1) + (j1 - j2 + Mw - 1)
             assert index[a, b] == expected
-    assert index.max() == (2 * M - 1)**2 - 1
+    assert index.max() == (2 * Mh - 1) * (2 * Mw - 1) - 1
 
 
 def test_resize_relative_position_table():
@@ -66,6 +73,8 @@ def test_resize_relative_position_table():
     assert resize_relative_position_table(table, 7) is table
     resized = resize_relative_position_table(table, 12)
     assert resized.shape == (23 * 23, 3)
+    assert resize_relative_position_table(table, (8, 12)).shape == \
+        (15 * 23, 3)
     with pytest.raises(ValueError, match='square'):
         resize_relative_position_table(torch.randn(10, 3), 7)
 

@@ -300,7 +300,7 @@ def test_one_skeleton_freezes_and_evaluates_alike(name):
                                       out_indices=(0, 1)),
                  TNT=dict(arch=dict(outer_dims=48, inner_dims=8,
                                     outer_heads=2, inner_heads=2, depth=2)),
-                 RSWAttTransformer=dict(arch='nano', window_sizes=(3, )))
+                 RSWAttTransformer=dict(arch='nano', window_size=(3, )))
     model = cls(frozen_stages=1, norm_eval=True, **small[name])
     assert isinstance(model, BackboneBase)
     model.add_module('extra_bn', torch.nn.BatchNorm2d(4))
@@ -314,3 +314,30 @@ def test_one_skeleton_freezes_and_evaluates_alike(name):
     assert not model.extra_bn.training
     assert any(m.training for m in model.modules() if m is not model)
 
+
+
+def test_rectangular_windows_per_stage_and_where_refused():
+    """(h, w) windows: one for every stage or one per stage, each table
+    (2h-1)(2w-1) rows; the square-only kinds and semantics name the
+    problem."""
+    arch = dict(embed_dims=16, depths=(2, 2, 2), num_heads=(1, 2, 4))
+    model = SwinTransformer(arch=arch, window_size=[(2, 4), 3, (3, 2)],
+                            out_indices=(0, 1, 2))
+    shifts = [stage.blocks[1].shift_size for stage in model.layers]
+    assert shifts == [(1, 2), 1, (1, 1)]
+    assert model.layers[0].blocks[0].attn.relative_position_bias_table \
+        .shape == (3 * 7, 1)
+    with torch.no_grad():
+        outs = model(torch.randn(1, 3, 36, 52))
+    assert [o.shape[-2:] for o in outs] == [(9, 13), (5, 7), (3, 4)]
+    assert all(torch.isfinite(o).all() for o in outs)
+    for kind in ('SlidingWindowAttention', 'HaloSlidingWindowAttention'):
+        with pytest.raises(ValueError, match='square'):
+            SwinTransformer(arch=arch, window_size=(2, 4),
+                            attn_cfg=dict(type=kind))
+    with pytest.raises(ValueError, match='pad_small_map=False'):
+        SwinTransformer(arch=arch, window_size=(2, 4), pad_small_map=False)
+    with pytest.raises(ValueError, match=r'window_size=\(2, 4, 6, 8\)'):
+        SwinTransformer(arch=arch, window_size=(2, 4, 6, 8))
+    with pytest.raises(ValueError, match='positive int'):
+        SwinTransformer(arch=arch, window_size=(0, 4))

@@ -484,3 +484,55 @@ def test_window7_tables_resize_to_window12_as_timm_bicubic(tmp_path):
             new_bias_shape=(23 * 23, table.shape[1]))
         torch.testing.assert_close(model.state_dict()[key], want, rtol=0,
                                    atol=0, msg=key)
+
+
+def test_window7_tables_resize_to_rectangular_windows_as_timm(tmp_path):
+    """A window-7 file into (8, 12) windows: every table is timm's
+    ``resize_rel_pos_bias_table_simple`` to 15 x 23 offsets."""
+    timm_layers = pytest.importorskip('timm.layers')
+    arch = dict(embed_dims=32, depths=(2, 2, 2, 2), num_heads=(1, 2, 4, 8),
+                drop_path_rate=0.)
+    source = _nontrivial(SwinTransformer(window_size=7, **arch))
+    path = tmp_path / 'w7.pth'
+    torch.save({'model': official_state_dict(source)}, path)
+    model = SwinTransformer(window_size=(8, 12), init_cfg=dict(
+        type='Pretrained', checkpoint=str(path)), **arch)
+    model.init_weights()
+    for key, table in source.state_dict().items():
+        if key.endswith('relative_position_bias_table'):
+            want = timm_layers.resize_rel_pos_bias_table_simple(
+                table, new_window_size=(8, 12),
+                new_bias_shape=(15 * 23, table.shape[1]))
+            torch.testing.assert_close(model.state_dict()[key], want,
+                                       rtol=0, atol=0, msg=key)
+
+
+def test_rectangular_windows_equal_timm(tmp_path):
+    """(8, 12) windows, shifted by (4, 6): timm's SwinTransformer with the
+    same window (``always_partition=True``: every map partitioned and
+    shifted, as detection backbones do) and ours agree on its weights, at
+    256 x 384, where every stage's map is whole windows (timm shifts
+    before padding, the official detection code after)."""
+    timm = pytest.importorskip('timm')
+    from timm.models.swin_transformer import SwinTransformer as TimmSwin
+    if 'always_partition' not in inspect.signature(TimmSwin).parameters:
+        pytest.skip(f'timm {timm.__version__} lacks always_partition')
+    arch = dict(depths=(2, 2, 2, 2), num_heads=(1, 2, 4, 8))
+    reference = _nontrivial(TimmSwin(
+        img_size=(256, 384), window_size=(8, 12), embed_dim=32,
+        num_classes=0, drop_path_rate=0., always_partition=True, **arch))
+    path = tmp_path / 'timm_w8x12.pth'
+    torch.save(reference.state_dict(), path)
+    model = SwinTransformer(embed_dims=32, window_size=(8, 12),
+                            drop_path_rate=0., init_cfg=dict(
+                                type='Pretrained', checkpoint=str(path)),
+                            **arch)
+    model.init_weights()
+    model.eval()
+    assert model.layers[3].blocks[1].attn.window_tokens == 96
+    x = torch.randn(1, 3, 256, 384)
+    with torch.no_grad():
+        want = reference.forward_features(x).permute(0, 3, 1, 2)
+        got = model(x)[3]
+    assert got.shape == (1, 256, 8, 12)
+    torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)

@@ -7,6 +7,8 @@ backbone has: ours are left at LayerNorm's identity affine and the
 reference's raw stage output is normalised the same way; the last stage
 goes through the reference's own final ``norm``.
 """
+import inspect
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -92,6 +94,28 @@ def test_window_transfer_needs_nothing_resized_and_equals_timm():
     ours = _ours_from(state, 'tiny', window_size=16,
                       pretrained_window_sizes=8, img_size=512)
     _assert_stages_equal(ours, ref.eval(), _image(512, 512))
+
+
+def test_window8_file_at_rectangular_windows_equals_timm():
+    """A window-8 checkpoint at (8, 12) windows: the continuous bias takes
+    rectangular offsets, as timm's model built for them does
+    (``always_partition=True``: every map shifted, our ``pad_small_map``'s
+    detection semantics), at 256 x 384 where every map is whole windows."""
+    from timm.models.swin_transformer_v2 import SwinTransformerV2 as TimmV2
+    if 'always_partition' not in inspect.signature(TimmV2).parameters:
+        pytest.skip(f'timm {timm.__version__} lacks always_partition')
+    state = _timm('swinv2_tiny_window8_256').state_dict()
+    ref = timm.create_model('swinv2_tiny_window8_256', num_classes=0,
+                            img_size=(256, 384), window_size=(8, 12),
+                            pretrained_window_sizes=(8, ) * 4,
+                            always_partition=True)
+    ref.load_state_dict(state)
+    ours = SwinTransformerV2('tiny', out_indices=(0, 1, 2, 3),
+                             window_size=(8, 12), pretrained_window_sizes=8,
+                             pad_small_map=True)
+    result = ours.load_state_dict(state, strict=False)
+    assert not result.unexpected_keys
+    _assert_stages_equal(ours.eval(), ref.eval(), _image(256, 384))
 
 
 def test_window8_file_loads_into_a_detection_backbone(tmp_path):

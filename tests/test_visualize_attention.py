@@ -11,7 +11,7 @@ import torch
 from PIL import Image
 
 from helpers import REPO, generate_shapes, load_tool
-from mmvisattn.models.layers import MultiheadSelfAttention, WindowAttention
+from mmvisattn.models.layers import GlobalAttention, WindowAttention
 from mmvisattn.ops import (
     padding_key_mask,
     shifted_window_mask,
@@ -146,14 +146,19 @@ def test_swin_errors(swin):
         tool.swin_query_attention(swin, img, (64, 3), stage=0, block=0)
 
 
-def test_sequence_probs_reproduce_multihead_attention():
+@pytest.mark.parametrize('shape', [(3, 5, 16), (3, 2, 3, 16)],
+                         ids=['sequence', 'map'])
+def test_global_probs_reproduce_global_attention(shape):
+    """The one global attention, on TNT's sequences and Swin's maps: its
+    probabilities times the values, projected, are its output."""
     torch.manual_seed(0)
-    attn = MultiheadSelfAttention(16, 2).eval()
-    x = torch.randn(3, 5, 16)
+    attn = GlobalAttention(16, 2).eval()
+    x = torch.randn(shape)
     with torch.no_grad():
         probs = attn.probabilities(x)
-        v = attn.qkv(x).view(3, 5, 3, 2, 8)[:, :, 2].transpose(1, 2)
-        out = attn.proj((probs @ v).transpose(1, 2).reshape(3, 5, 16))
+        tokens = x.reshape(3, -1, 16)
+        v = attn.qkv(tokens).view(3, -1, 3, 2, 8)[:, :, 2].transpose(1, 2)
+        out = attn.proj((probs @ v).transpose(1, 2).reshape(shape))
         torch.testing.assert_close(out, attn(x), atol=1e-5, rtol=1e-5)
 
 
@@ -196,7 +201,7 @@ def test_rswatt_extents_within_limits(rswatt):
         with torch.no_grad():
             weight.copy_(original)
     ext = found.extents
-    assert found.window_sizes == (5, 9) and found.stride == 4
+    assert found.window_size == (5, 9) and found.stride == 4
     assert ext.shape == (16, 16, 2, 4) and ext.std() > 0.1
     assert (ext >= 0).all() and (ext <= found.limits + 1e-6).all()
     np.testing.assert_array_equal(found.limits, [[2, 2, 2, 2], [4, 4, 4, 4]])

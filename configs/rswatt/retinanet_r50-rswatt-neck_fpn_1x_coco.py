@@ -20,5 +20,5 @@ model = dict(neck=[
         in_channels=256,
         num_levels=5,
         num_heads=8,
-        window_sizes=(5, 9)),
+        window_size=(5, 9)),
 ])

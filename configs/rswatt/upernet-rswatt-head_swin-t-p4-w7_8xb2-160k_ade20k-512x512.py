@@ -8,5 +8,5 @@ model = dict(
     decode_head=dict(
         type='mmvisattn.RSWAttUPerHead',
         num_rswatt_blocks=1,
-        window_sizes=(5, 9),
+        window_size=(5, 9),
         num_heads=16))

@@ -47,6 +47,7 @@ from .windows import (
                         WindowLayout,
                         pad_to_multiple,
                         window_layout,
+                        window_pair,
                         window_partition,
                         window_reverse,
 )
@@ -54,7 +55,8 @@ from .windows import (
 __all__ = [
     'BACKENDS', 'FAST_PARTS', 'fast_part', 'fast_path', 'fast_path_allowed',
     'use_backend',
-    'window_partition', 'window_reverse', 'pad_to_multiple', 'window_layout',
+    'window_partition', 'window_reverse', 'window_pair', 'pad_to_multiple',
+    'window_layout',
     'WindowLayout', 'SHIFT_MODES', 'shifted_window_mask', 'padding_key_mask',
     'MASK_VALUE', 'relative_position_index', 'log_spaced_relative_coords',
     'resize_relative_position_table',

@@ -37,8 +37,9 @@ def shape_cache(maxsize: int):
 
         @functools.wraps(build)
         def call(*args, **kwargs):
-            sizes = [a for a in (*args, *kwargs.values())
-                     if not isinstance(a, (str, torch.device, torch.dtype))]
+            sizes = [s for a in (*args, *kwargs.values())
+                     if not isinstance(a, (str, torch.device, torch.dtype))
+                     for s in (a if isinstance(a, tuple) else (a, ))]
             if recording() or not is_concrete(*sizes):
                 return build(*args, **kwargs)
             return cached(*args, **kwargs)

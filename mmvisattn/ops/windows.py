@@ -8,6 +8,17 @@ from .cache import shape_cache
 from .symbolic import ceil_div, is_concrete, size_tensor
 
 
+def window_pair(size) -> Tuple:
+    """(rows, cols) of a window or a shift given as one int (square) or as
+    an (h, w) pair; a 0-dim tensor shift (traced) serves both axes."""
+    if isinstance(size, (tuple, list)):
+        if len(size) != 2:
+            raise ValueError(f'a window or shift is one int or an (h, w) '
+                             f'pair, got {size!r}')
+        return tuple(size)
+    return size, size
+
+
 def pad_to_multiple(x: torch.Tensor, multiple: int) -> torch.Tensor:
     """Zero-pad a (B, H, W, C) map at the bottom/right to multiples of ``multiple``."""
     H, W = x.shape[1:3]
@@ -19,28 +30,29 @@ def pad_to_multiple(x: torch.Tensor, multiple: int) -> torch.Tensor:
     return x
 
 
-def window_partition(x: torch.Tensor, window_size: int) -> torch.Tensor:
-    """Split (B, H, W, C) into (B, num_windows, window_size**2, C).
+def window_partition(x: torch.Tensor, window_size) -> torch.Tensor:
+    """Split (B, H, W, C) into (B, num_windows, h*w, C) for a window of
+    ``window_size`` (one int, or an (h, w) pair).
 
-    H and W must be multiples of ``window_size`` (see :func:`pad_to_multiple`).
+    H and W must be multiples of the window (see :func:`pad_to_multiple`).
     Windows are ordered row-major over the map, tokens row-major inside a window.
     """
     B, H, W, C = x.shape
-    if is_concrete(H, W) and (H % window_size or W % window_size):
+    wh, ww = window_pair(window_size)
+    if is_concrete(H, W) and (H % wh or W % ww):
         raise ValueError(f'window_partition: feature map {H}x{W} is not a '
                          f'multiple of window_size={window_size}; pad it first')
-    x = x.view(B, H // window_size, window_size, W // window_size, window_size,
-               C)
-    return x.permute(0, 1, 3, 2, 4, 5).reshape(B, -1, window_size**2, C)
+    x = x.view(B, H // wh, wh, W // ww, ww, C)
+    return x.permute(0, 1, 3, 2, 4, 5).reshape(B, -1, wh * ww, C)
 
 
-def window_reverse(windows: torch.Tensor, window_size: int,
+def window_reverse(windows: torch.Tensor, window_size,
                    hw_shape: Tuple[int, int]) -> torch.Tensor:
-    """Inverse of :func:`window_partition`: (B, nW, ws*ws, C) -> (B, H, W, C)."""
+    """Inverse of :func:`window_partition`: (B, nW, h*w, C) -> (B, H, W, C)."""
     H, W = hw_shape
+    wh, ww = window_pair(window_size)
     B, C = windows.shape[0], windows.shape[-1]
-    x = windows.view(B, H // window_size, W // window_size, window_size,
-                     window_size, C)
+    x = windows.view(B, H // wh, W // ww, wh, ww, C)
     return x.permute(0, 1, 3, 2, 4, 5).reshape(B, H, W, C)
 
 
@@ -68,12 +80,14 @@ SHIFT_MODES = ('cyclic', 'padding', 'none')
 @shape_cache(maxsize=128)
 def window_layout(height: int,
                   width: int,
-                  window_size: int,
-                  shift_size: int = 0,
+                  window_size,
+                  shift_size=0,
                   shift_mode: str = 'cyclic',
                   device: torch.device = torch.device('cpu')
                   ) -> WindowLayout:
     """Window layout of a ``height`` x ``width`` map (cached per size).
+    ``window_size`` and ``shift_size`` are one int each (square) or (h, w)
+    pairs.
 
     shift_mode:
         ``'cyclic'``: pad bottom/right to window multiples, roll by
@@ -99,17 +113,20 @@ def window_layout(height: int,
     if dynamic_shift and shift_mode != 'cyclic':
         raise ValueError('window_layout: a tensor shift_size is supported '
                          "with shift_mode='cyclic' only")
-    if not dynamic_shift and not 0 <= shift_size < window_size:
+    wh, ww = window_pair(window_size)
+    sh, sw = window_pair(shift_size)
+    if not dynamic_shift and not (0 <= sh < wh and 0 <= sw < ww):
         raise ValueError(f'shift_size={shift_size} must be in '
                          f'[0, window_size={window_size})')
-    ws = window_size
-    # A cyclic shift by -s puts window borders at s + k*ws; the padded
-    # partition must cut at the same places, so it pads ws - s in front.
-    top = left = (ws - shift_size) % ws if shift_mode == 'padding' else 0
-    frame_h = ceil_div(height + top, ws) * ws
-    frame_w = ceil_div(width + left, ws) * ws
+    # A cyclic shift by -s puts window borders at s + k*w; the padded
+    # partition must cut at the same places, so it pads w - s in front.
+    padded = shift_mode == 'padding'
+    top = (wh - sh) % wh if padded else 0
+    left = (ww - sw) % ww if padded else 0
+    frame_h = ceil_div(height + top, wh) * wh
+    frame_w = ceil_div(width + left, ww) * ww
     pad = (top, frame_h - height - top, left, frame_w - width - left)
-    num_windows = (frame_h // ws) * (frame_w // ws)
+    num_windows = (frame_h // wh) * (frame_w // ww)
     concrete = is_concrete(height, width) and not dynamic_shift
     # sizes as tensors for the elementwise arithmetic (the ONNX exporters
     # take a traced size as a tensor operand, not as a scalar)
@@ -122,28 +139,33 @@ def window_layout(height: int,
     def arange(n):
         return torch.arange(n, device=device)
 
+    cyclic = shift_mode == 'cyclic'
+    roll_rows = cyclic and (dynamic_shift or sh != 0)
+    roll_cols = cyclic and (dynamic_shift or sw != 0)
     # frame row/column read by each slot row/column: slot rows run window
     # after window, so slot row r is frame row r (+ s, cyclically)
     rows, cols = arange(frame_h), arange(frame_w)
-    if shift_mode == 'cyclic' and (dynamic_shift or shift_size):
-        # torch.roll(x, -s)[i] == x[(i + s) % n]
-        rows = torch.remainder(rows + shift_size, fh)
-        cols = torch.remainder(cols + shift_size, fw)
+    # torch.roll(x, -s)[i] == x[(i + s) % n]
+    if roll_rows:
+        rows = torch.remainder(rows + sh, fh)
+    if roll_cols:
+        cols = torch.remainder(cols + sw, fw)
     # slot (window row, window col, token row, token col), row-major
-    gather_index = (rows.view(-1, 1, ws, 1) * fw +
-                    cols.view(1, -1, 1, ws)).reshape(-1)
+    gather_index = (rows.view(-1, 1, wh, 1) * fw +
+                    cols.view(1, -1, 1, ww)).reshape(-1)
     # image token (i, j) sits at frame (i + top, j + left), which slot row
     # (i + top - s) mod frame_h reads (cyclic), or slot row i + top
     img_rows, img_cols = arange(height) + top, arange(width) + left
-    if shift_mode == 'cyclic' and (dynamic_shift or shift_size):
-        # (+ frame size: non-negative operands; inductor's value ranges
-        # cannot take a remainder of a possibly negative index)
-        img_rows = torch.remainder(img_rows + (fh - shift_size), fh)
-        img_cols = torch.remainder(img_cols + (fw - shift_size), fw)
-    win_cols = fw // ws
-    N = ws * ws
-    row_part = (img_rows // ws) * (win_cols * N) + (img_rows % ws) * ws
-    col_part = (img_cols // ws) * N + img_cols % ws
+    # (+ frame size: non-negative operands; inductor's value ranges
+    # cannot take a remainder of a possibly negative index)
+    if roll_rows:
+        img_rows = torch.remainder(img_rows + (fh - sh), fh)
+    if roll_cols:
+        img_cols = torch.remainder(img_cols + (fw - sw), fw)
+    win_cols = fw // ww
+    N = wh * ww
+    row_part = (img_rows // wh) * (win_cols * N) + (img_rows % wh) * ww
+    col_part = (img_cols // ww) * N + img_cols % ww
     scatter_index = (row_part[:, None] + col_part[None, :]).reshape(-1)
     # the image token each slot holds (h * w for padding)
     frame_rows, frame_cols = gather_index // fw, gather_index % fw

@@ -246,7 +246,7 @@ def swin_query_attention(model: SwinTransformer, img: torch.Tensor,
     x, shift_size = capture_inputs(model, img, [blocks[block].attn])[0][:2]
     found = swin_window_probs(blocks[block].attn, x, shift_size)
     H, W = x.shape[1:3]
-    N = blocks[block].attn.window_size**2
+    N = blocks[block].attn.window_tokens
     stride = swin_stride(model, stage)
     row, col = query[1] // stride, query[0] // stride
     slot = int(found.layout.scatter_index[row * W + col])
@@ -314,6 +314,9 @@ def plot_swin_windows(rgb: np.ndarray, model: SwinTransformer, stage: int,
     H, W = rgb.shape[:2]
     stride = swin_stride(model, stage)
     ws = model.window_size
+    if not isinstance(ws, int):
+        raise ValueError(f'the window plot draws one square window for '
+                         f'every stage, not window_size={ws!r}')
     win, shift = ws * stride, (ws // 2) * stride
     # padded frame (whole windows) and the image rolled by -shift inside it
     fh = math.ceil(math.ceil(H / stride) / ws) * win
@@ -477,7 +480,7 @@ def plot_tnt(rgb: np.ndarray, att: TNTAttention, block: int, title: str):
 class RSWAttExtents(NamedTuple):
     extents: np.ndarray  # (H, W, scales, 4) left, right, top, bottom, tokens
     limits: np.ndarray  # (scales, 4) the largest extents of each scale
-    window_sizes: Tuple[int, ...]
+    window_size: Tuple[int, ...]
     stride: int  # image pixels per token
 
 
@@ -495,7 +498,7 @@ def rswatt_extents(model: RSWAttTransformer, img: torch.Tensor, stage: int,
     (_, output), = capture_calls(model, img, [attn])
     return RSWAttExtents(output.extents[0].numpy(),
                          attn.window_pred.extent_limits.numpy(),
-                         attn.window_sizes,
+                         attn.window_size,
                          model.patch_embed.patch_size * 2**stage)
 
 
@@ -521,11 +524,11 @@ def plot_rswatt(rgb: np.ndarray, found: RSWAttExtents, stage: int,
     step = max(1, round(min(h, w) / 6))
     picks = [(r, c) for r in range(step // 2, h, step)
              for c in range(step // 2, w, step)]
-    scales = len(found.window_sizes)
+    scales = len(found.window_size)
     fig, axes = _figure(scales, 2, figsize=(7.5, 3.6 * scales),
                         squeeze=False)
     colours = plt.cm.tab10(np.arange(len(picks)) % 10)
-    for i, m in enumerate(found.window_sizes):
+    for i, m in enumerate(found.window_size):
         ax = axes[i][0]
         _show(ax, rgb)
         for (r, c), colour in zip(picks, colours):

@@ -34,7 +34,7 @@ class SwinStage(BlockStage):
                  embed_dims: int,
                  depth: int,
                  num_heads: int,
-                 window_size: int,
+                 window_size: Union[int, Tuple[int, int]],
                  drop_path_rates: Sequence[float],
                  downsample: Optional[nn.Module] = None,
                  with_cp: bool = False,
@@ -45,23 +45,41 @@ class SwinStage(BlockStage):
                 embed_dims=embed_dims,
                 num_heads=num_heads,
                 window_size=window_size,
-                shift_size=0 if i % 2 == 0 else window_size // 2,
+                shift_size=0 if i % 2 == 0 else half_window(window_size),
                 drop_path_rate=drop_path_rates[i],
                 with_cp=with_cp,
                 **block_kwargs) for i in range(depth)
         ], downsample)
 
 
-def per_stage(owner: str, name: str, value, num_stages: int) -> tuple:
+def half_window(window_size):
+    """The shift of a shifted block: half the window, per side."""
+    if isinstance(window_size, int):
+        return window_size // 2
+    return tuple(m // 2 for m in window_size)
+
+
+def _is_window(value, pairs: bool) -> bool:
+    return isinstance(value, int) or pairs and isinstance(
+        value, (tuple, list)) and len(value) == 2 and all(
+            isinstance(m, int) for m in value)
+
+
+def per_stage(owner: str, name: str, value, num_stages: int,
+              pairs: bool = False) -> tuple:
     """``value`` (one int, or one per stage) as a tuple of one per stage;
-    ``ValueError`` naming ``name`` otherwise."""
-    if isinstance(value, int):
-        return (value, ) * num_stages
+    ``ValueError`` naming ``name`` otherwise. With ``pairs``, a window may
+    also be an (h, w) pair: one pair for every stage, or a pair per stage
+    (a sequence of ``num_stages`` entries is always one per stage)."""
     if isinstance(value, (tuple, list)) and len(value) == num_stages and \
-            all(isinstance(v, int) for v in value):
-        return tuple(value)
-    raise ValueError(f'{owner}: {name}={value!r}: give one int or one per '
-                     f'stage ({num_stages})')
+            all(_is_window(v, pairs) for v in value):
+        return tuple(v if isinstance(v, int) else tuple(v) for v in value)
+    if _is_window(value, pairs):
+        return (value if isinstance(value, int) else tuple(value),
+                ) * num_stages
+    raise ValueError(f'{owner}: {name}={value!r}: give one int' +
+                     (' or (h, w) pair' if pairs else '') +
+                     f' or one per stage ({num_stages})')
 
 
 def _stage_cfgs(owner: str, name: str, stage_cfgs, ours: dict) -> None:
@@ -190,7 +208,9 @@ class SwinTransformer(HierarchicalBackbone):
         in_channels: image channels.
         patch_size: patch partition size (4 in the paper).
         window_size: M, tokens per window side (7; 12 for 384px models),
-            or one per stage.
+            an (h, w) pair for rectangular windows (window attention only;
+            a square checkpoint's bias tables are resized bicubically on
+            load, as timm resizes them), or one of either per stage.
         mlp_ratio: MLP hidden width / C.
         out_indices: stages to output; each gets its own LayerNorm
             ``norm{i}``. Default: every stage (mmdet, mmseg), the last one
@@ -346,7 +366,7 @@ class SwinTransformer(HierarchicalBackbone):
         self.num_heads = num_heads
         self.window_size = window_size
         windows = per_stage(type(self).__name__, 'window_size', window_size,
-                            num_stages)
+                            num_stages, pairs=True)
         self.use_abs_pos_embed = use_abs_pos_embed
         self.pad_small_map = pad_small_map
         self.interpolate_mode = interpolate_mode

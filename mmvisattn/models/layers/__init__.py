@@ -25,7 +25,7 @@ from .swin_v2 import (
                      PostNormPatchMerging,
                      ResPostNormSwinBlock,
 )
-from .transformer import MultiheadSelfAttention, TransformerLayer
+from .transformer import TransformerLayer
 from .window_msa import (
                      GlobalAttention,
                      HaloSlidingWindowAttention,
@@ -41,7 +41,7 @@ __all__ = [
     'CornerPoolBlock', 'PatchEmbed', 'PatchMerging', 'SwinAttention',
     'WindowAttention', 'SlidingWindowAttention',
     'HaloSlidingWindowAttention', 'PerformerAttention', 'GlobalAttention',
-    'build_swin_attention', 'SwinBlock', 'MultiheadSelfAttention',
+    'build_swin_attention', 'SwinBlock',
     'TransformerLayer', 'ReconstructedWindowAttention', 'RSWAttBlock',
     'RSWAttOutput', 'build_rswatt_attention', 'WindowPredictor',
     'DirectExtents', 'OffsetExtents', 'AnchorExtents',

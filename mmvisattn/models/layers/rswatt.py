@@ -23,7 +23,7 @@ each a registered class chosen by ``type`` with its own options
 
 Every RSWAtt attention returns an :class:`RSWAttOutput`.
 """
-from typing import NamedTuple, Optional, Sequence
+from typing import NamedTuple, Optional, Sequence, Union
 
 import torch
 import torch.nn as nn
@@ -68,8 +68,10 @@ class ReconstructedWindowAttention(BaseModule):
     Args:
         embed_dims (int): channels C.
         num_heads (int): heads.
-        window_sizes (sequence): the largest window of each scale, e.g.
-            (5, 9); one scale is plain (single-scale) RSWAtt.
+        window_size (int | sequence): the largest window of each scale,
+            e.g. (5, 9); an int (one scale) is plain single-scale RSWAtt.
+            The one name every attention of the package gives its window:
+            RSWAtt's has a window per scale.
         window_predictor (dict | None): ``dict(type=NAME, **options)`` of a
             registered :class:`WindowPredictor` (``'DirectExtents'``,
             ``'OffsetExtents'``, ``'AnchorExtents'``,
@@ -92,7 +94,7 @@ class ReconstructedWindowAttention(BaseModule):
     def __init__(self,
                  embed_dims: int,
                  num_heads: int,
-                 window_sizes: Sequence[int] = (5, 9),
+                 window_size: Union[int, Sequence[int]] = (5, 9),
                  window_predictor: Optional[dict] = dict(
                      type='DirectExtents'),
                  reconstruction: dict = dict(type='SoftWindows'),
@@ -105,12 +107,16 @@ class ReconstructedWindowAttention(BaseModule):
         if embed_dims % num_heads:
             raise ValueError(f'embed_dims {embed_dims} is not divisible by '
                              f'num_heads {num_heads}')
-        if not window_sizes or min(window_sizes) < 1:
-            raise ValueError(f'window_sizes must be positive, got '
-                             f'{window_sizes}')
+        windows = (window_size, ) if isinstance(window_size, int) else \
+            tuple(window_size)
+        if not windows or not all(isinstance(m, int) and m >= 1
+                                  for m in windows):
+            raise ValueError('window_size must be a positive int or a '
+                             'sequence of them (one window per scale), got '
+                             f'{window_size!r}')
         self.num_heads = num_heads
-        self.window_sizes = tuple(int(m) for m in window_sizes)
-        scales = len(self.window_sizes)
+        self.window_size = windows
+        scales = len(self.window_size)
         recon_cls, recon_options = resolve_part(
             'reconstruction', reconstruction, WindowReconstruction)
         recon_cls.check_window_predictor(window_predictor, recon_options)
@@ -119,10 +125,10 @@ class ReconstructedWindowAttention(BaseModule):
         owner = 'the attention'
         self.reconstruction = build_part(
             'reconstruction', reconstruction, WindowReconstruction, owner,
-            num_heads=num_heads, window_sizes=self.window_sizes)
+            num_heads=num_heads, window_size=self.window_size)
         self.window_pred = None if window_predictor is None else build_part(
             'window_predictor', window_predictor, WindowPredictor, owner,
-            embed_dims=embed_dims, window_sizes=self.window_sizes)
+            embed_dims=embed_dims, window_size=self.window_size)
         self.fusion = build_part('fusion', fusion, ScaleFusion, owner,
                                  embed_dims=embed_dims, num_scales=scales)
         self.proj = nn.Linear(self.fusion.out_dims, embed_dims)
@@ -130,8 +136,8 @@ class ReconstructedWindowAttention(BaseModule):
         self.attn_drop = attn_drop
         self.relative_position_bias_tables = nn.ParameterList(
             nn.Parameter(torch.zeros((2 * m - 1)**2, num_heads))
-            for m in self.window_sizes)
-        for m in self.window_sizes:
+            for m in self.window_size)
+        for m in self.window_size:
             self.register_buffer(f'relative_index_{m}',
                                  sliding_relative_index(m).clone(),
                                  persistent=False)
@@ -169,7 +175,7 @@ class ReconstructedWindowAttention(BaseModule):
         q, k, v = qkv.reshape(B, H, W, 3, heads, C // heads).permute(
             3, 0, 4, 1, 2, 5).unbind(0)  # (B, heads, H, W, d)
         outs = []
-        for s, m in enumerate(self.window_sizes):
+        for s, m in enumerate(self.window_size):
             table = self.relative_position_bias_tables[s]
             bias = table[getattr(self, f'relative_index_{m}')].t()
             window = None if extents is None else extents[..., s, :]
@@ -208,17 +214,17 @@ class ReconstructedWindowAttention(BaseModule):
 
 def build_rswatt_attention(owner: str, attn_cfg: Optional[dict],
                            embed_dims: int, num_heads: int,
-                           window_sizes: Sequence[int],
+                           window_size: Sequence[int],
                            **supplied) -> ReconstructedWindowAttention:
     """The RSWAtt attention of ``attn_cfg`` (``type``: any registered
     subclass of :class:`ReconstructedWindowAttention`, by default that
     class; the other keys its options) for the module ``owner``, which sets
-    ``embed_dims``, ``num_heads``, ``window_sizes`` and what it
+    ``embed_dims``, ``num_heads``, ``window_size`` and what it
     ``supplied`` (dropout rates) itself (:func:`~.builder.build_part`)."""
     return build_part('attn_cfg', attn_cfg, ReconstructedWindowAttention,
                       owner, default='ReconstructedWindowAttention',
                       embed_dims=embed_dims, num_heads=num_heads,
-                      window_sizes=window_sizes, **supplied)
+                      window_size=window_size, **supplied)
 
 
 class RSWAttBlock(BaseModule):
@@ -234,7 +240,7 @@ class RSWAttBlock(BaseModule):
     def __init__(self,
                  embed_dims: int,
                  num_heads: int,
-                 window_sizes: Sequence[int] = (5, 9),
+                 window_size: Sequence[int] = (5, 9),
                  mlp_ratio: float = 4.,
                  drop_rate: float = 0.,
                  attn_drop_rate: float = 0.,
@@ -248,7 +254,7 @@ class RSWAttBlock(BaseModule):
         self.norm1 = build_norm_layer(norm_cfg, embed_dims)[1]
         self.attn = build_rswatt_attention(
             type(self).__name__, attn_cfg, embed_dims, num_heads,
-            window_sizes, attn_drop=attn_drop_rate, proj_drop=drop_rate)
+            window_size, attn_drop=attn_drop_rate, proj_drop=drop_rate)
         self.norm2 = build_norm_layer(norm_cfg, embed_dims)[1]
         # mmcv FFN's default activation, which this block always had
         self.mlp = Mlp(embed_dims, int(embed_dims * mlp_ratio),

@@ -15,7 +15,7 @@ checkpoints load as they are.
   then normalised (over the merged channels).
 """
 import math
-from typing import Tuple
+from typing import Tuple, Union
 
 import torch
 import torch.nn as nn
@@ -26,6 +26,7 @@ from mmvisattn.ops import (
     log_spaced_relative_coords,
     relative_position_index,
     run_packed,
+    window_pair,
 )
 from mmvisattn.registry import MODELS
 
@@ -51,17 +52,21 @@ class CosineWindowAttention(WindowAttention):
     ``qk_scale`` of V1 has no meaning here and is refused.
     """
 
-    def __init__(self, embed_dims: int, num_heads: int, window_size: int,
+    def __init__(self, embed_dims: int, num_heads: int, window_size,
                  qkv_bias: bool = True, qk_scale=None, *args,
-                 pretrained_window_size: int = 0,
+                 pretrained_window_size: Union[int, Tuple[int, int]] = 0,
                  cpb_hidden_dims: int = 512, **kwargs):
         if qk_scale is not None:
             raise ValueError(
                 f'CosineWindowAttention: qk_scale={qk_scale}: cosine '
                 'attention learns its scale per head (logit_scale)')
-        if pretrained_window_size < 0:
+        if isinstance(pretrained_window_size, list):
+            pretrained_window_size = tuple(pretrained_window_size)
+        if not all(isinstance(m, int) and m >= 0
+                   for m in window_pair(pretrained_window_size)):
             raise ValueError('CosineWindowAttention: pretrained_window_size='
-                             f'{pretrained_window_size} must be >= 0')
+                             f'{pretrained_window_size!r} must be an int '
+                             '>= 0 or an (h, w) pair of them')
         self.pretrained_window_size = pretrained_window_size
         self.cpb_hidden_dims = cpb_hidden_dims
         super().__init__(embed_dims, num_heads, window_size, False, None,

@@ -49,7 +49,7 @@ An option the chosen kind does not take is an error that names it and the
 kind's options (:func:`build_swin_attention`).
 """
 import math
-from typing import Optional, Tuple
+from typing import Optional, Tuple, Union
 
 import torch
 import torch.nn as nn
@@ -79,6 +79,7 @@ from mmvisattn.ops import (
     window_attention_recorded,
     window_attention_weights,
     window_layout,
+    window_pair,
 )
 from mmvisattn.ops.symbolic import is_concrete, recording, size_tensor
 from mmvisattn.registry import MODELS
@@ -118,11 +119,12 @@ class SwinAttention(BaseModule):
     :meth:`attend` (projected output before dropout)."""
 
     has_windows = True  # can index a relative position bias
+    rectangular_windows = False  # takes an (h, w) window_size
 
     def __init__(self,
                  embed_dims: int,
                  num_heads: int,
-                 window_size: int,
+                 window_size: Union[int, Tuple[int, int], None] = None,
                  qkv_bias: bool = True,
                  qk_scale: Optional[float] = None,
                  attn_drop_rate: float = 0.,
@@ -135,6 +137,8 @@ class SwinAttention(BaseModule):
         if embed_dims % num_heads:
             raise ValueError(f'embed_dims={embed_dims} is not divisible by '
                              f'num_heads={num_heads}')
+        if self.has_windows:
+            self._check_window(window_size)
         if relative_position is None:
             relative_position = self.has_windows
         if relative_position and not self.has_windows:
@@ -148,7 +152,8 @@ class SwinAttention(BaseModule):
                 'relative_position leaves no attention logits at all')
         self.embed_dims = embed_dims
         self.num_heads = num_heads
-        self.window_size = window_size
+        self.window_size = tuple(window_size) if isinstance(
+            window_size, list) else window_size
         self.use_content = use_content
         self.chunk_tokens = chunk_tokens
         self.scale = qk_scale or (embed_dims // num_heads)**-0.5
@@ -162,6 +167,30 @@ class SwinAttention(BaseModule):
         self._register_load_state_dict_pre_hook(self._drop_position_index)
         self.proj_drop = nn.Dropout(proj_drop_rate)
 
+    def _check_window(self, window_size) -> None:
+        """A window is a positive int, or an (h, w) pair of them where the
+        kind takes rectangular windows."""
+        name = type(self).__name__
+        if window_size is None:
+            raise ValueError(f'{name} attends within windows: it needs a '
+                             'window_size')
+        pair = isinstance(window_size, (tuple, list))
+        if pair and not self.rectangular_windows:
+            raise ValueError(f'{name}: window_size={window_size!r}: its '
+                             'neighbourhood is square; give one int')
+        sides = window_pair(window_size) if pair else (window_size, )
+        if not all(isinstance(m, int) and m > 0 for m in sides):
+            raise ValueError(f'{name}: window_size={window_size!r} must be a '
+                             'positive int' +
+                             (' or an (h, w) pair of them'
+                              if self.rectangular_windows else ''))
+
+    @property
+    def window_tokens(self) -> int:
+        """Tokens of one window (h * w)."""
+        wh, ww = window_pair(self.window_size)
+        return wh * ww
+
     @staticmethod
     def kinds():
         """Names of the registered Swin attention kinds, sorted."""
@@ -171,8 +200,9 @@ class SwinAttention(BaseModule):
         """The learned relative position bias: a table with a row per
         offset, indexed by ``relative_position_index`` (derived, never
         loaded)."""
+        rows = math.prod(2 * m - 1 for m in window_pair(self.window_size))
         self.relative_position_bias_table = nn.Parameter(
-            torch.zeros((2 * self.window_size - 1)**2, self.num_heads))
+            torch.zeros(rows, self.num_heads))
         self.register_buffer('relative_position_index',
                              relative_position_index(self.window_size),
                              persistent=False)
@@ -210,7 +240,7 @@ class SwinAttention(BaseModule):
         """(heads, N, N) relative position bias of a window, or None."""
         if not self.relative_position:
             return None
-        N = self.window_size**2
+        N = self.window_tokens
         rows = self._bias_table_rows(self.relative_position_index.view(-1))
         # contiguous: CUDA's fused SDPA kernels refuse a mask whose last
         # dimension is strided (this permuted view's is `heads`) and fall
@@ -263,9 +293,12 @@ class SwinAttention(BaseModule):
 @MODELS.register_module()
 class WindowAttention(SwinAttention):
     """(Shifted) window attention, the Swin default: tokens attend within
-    non-overlapping M x M windows; ``shift_mode`` says how shifted blocks
-    handle the windows that cross the border; ``pad_small_map`` how a map
-    of at most one window is treated (see the module doc)."""
+    non-overlapping M x M windows (or h x w, ``window_size=(h, w)``);
+    ``shift_mode`` says how shifted blocks handle the windows that cross
+    the border; ``pad_small_map`` how a map of at most one window is
+    treated (see the module doc)."""
+
+    rectangular_windows = True
 
     def __init__(self, *args, shift_mode: str = 'cyclic',
                  pad_small_map: bool = True, **kwargs):
@@ -273,6 +306,11 @@ class WindowAttention(SwinAttention):
         if shift_mode not in SHIFT_MODES:
             raise ValueError(f'WindowAttention: shift_mode={shift_mode!r}; '
                              f'choose from {SHIFT_MODES}')
+        if not pad_small_map and not isinstance(self.window_size, int):
+            raise ValueError(
+                f'{type(self).__name__}: pad_small_map=False (the '
+                'classifiers\' rule for a map of one window) takes a square '
+                f'window, not window_size={self.window_size}')
         self.shift_mode = shift_mode
         self.pad_small_map = pad_small_map
 
@@ -316,7 +354,8 @@ class WindowAttention(SwinAttention):
                     "size; export it with pad_small_map=True, shift_mode="
                     "'cyclic', or static shapes under dynamo=True")
         mode = self.shift_mode if (isinstance(shift_size, torch.Tensor)
-                                   or shift_size) else 'none'
+                                   or any(window_pair(shift_size))) \
+            else 'none'
         if mode == 'none':
             shift_size = 0
         layout = window_layout(H, W, ws, shift_size,
@@ -339,7 +378,7 @@ class WindowAttention(SwinAttention):
         layout, mask)`` of ``forward(x, shift_size)``, probs (B, windows,
         heads, N, N) and v (B, windows, heads, N, d) in ``layout``'s window
         slots."""
-        B, C, N = x.shape[0], x.shape[-1], self.window_size**2
+        B, C, N = x.shape[0], x.shape[-1], self.window_tokens
         layout, mask, tokens = self._window_setup(x, shift_size)
         windows = tokens.index_select(1, layout.gather_index).view(
             B, layout.num_windows, N, C)
@@ -355,7 +394,7 @@ class WindowAttention(SwinAttention):
         B, H, W, C = x.shape
         layout, mask, tokens = self._window_setup(x, shift_size)
         windows = tokens.index_select(1, layout.gather_index).view(
-            B, layout.num_windows, self.window_size**2, C)
+            B, layout.num_windows, self.window_tokens, C)
         out = self.attend_windows(windows, mask, self.window_bias())
         out = out.view(B, -1, C)
         return self.proj_drop(
@@ -399,7 +438,7 @@ class WindowAttention(SwinAttention):
         residual add in one pass, padded slots landing in a scratch row
         (docs/benchmarks.md measures what this path pays)."""
         B, H, W, C = x.shape
-        N = self.window_size**2
+        N = self.window_tokens
         layout, mask, tokens = self._window_setup(x, shift_size)
         nW, bias = layout.num_windows, self.window_bias()
         per_chunk = max(1, self.chunk_tokens // N)
@@ -454,8 +493,11 @@ class HaloSlidingWindowAttention(SlidingWindowAttention):
 
 @MODELS.register_module()
 class GlobalAttention(SwinAttention):
-    """Full softmax self-attention over all tokens (the quadratic
-    reference; also the HTC++ backbone's extra global block)."""
+    """Full softmax self-attention over all tokens: the package's one global
+    multi-head self-attention. Tokens come channels-last in any layout, a
+    (B, H, W, C) map (the quadratic reference of Swin's ablations, the
+    HTC++ backbone's extra global block) or a (B, N, C) sequence (TNT's
+    inner and outer transformers); the output has the input's shape."""
 
     has_windows = False
 
@@ -463,11 +505,21 @@ class GlobalAttention(SwinAttention):
         return attend(q, k, v, scale=self.scale,
                       dropout_p=self.attn_drop_rate if self.training else 0.)
 
-    def attend(self, x: torch.Tensor, shift_size: int) -> torch.Tensor:
-        B, H, W, C = x.shape
-        out = self.global_attention(*self._map_qkv(x))
-        return fast_linear(out.transpose(1, 2).reshape(B, H, W, C),
-                           self.proj)
+    def _token_qkv(self, x: torch.Tensor):
+        """q, k, v (B, heads, N, d) of every token of ``x`` (B, ..., C)."""
+        return self._split_heads(
+            self.project_qkv(x.reshape(x.shape[0], -1, x.shape[-1])))
+
+    def attend(self, x: torch.Tensor, shift_size: int = 0) -> torch.Tensor:
+        out = self.global_attention(*self._token_qkv(x))
+        return fast_linear(out.transpose(1, 2).reshape(x.shape), self.proj)
+
+    def probabilities(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, heads, N, N) attention probabilities of ``forward(x)``, for
+        analysis (the fused kernel never returns them)."""
+        q, k, _ = self._token_qkv(x)
+        return window_attention_weights(q.unsqueeze(1), k.unsqueeze(1),
+                                        scale=self.scale)[:, 0]
 
 
 @MODELS.register_module()
@@ -480,8 +532,9 @@ class PerformerAttention(GlobalAttention):
     outputs exactly."""
 
 
-    def __init__(self, embed_dims: int, num_heads: int, window_size: int,
-                 *args, performer_features: Optional[int] = None, **kwargs):
+    def __init__(self, embed_dims: int, num_heads: int,
+                 window_size: Optional[int] = None, *args,
+                 performer_features: Optional[int] = None, **kwargs):
         super().__init__(embed_dims, num_heads, window_size, *args, **kwargs)
         head_dims = embed_dims // num_heads
         if performer_features is None:
@@ -493,6 +546,11 @@ class PerformerAttention(GlobalAttention):
     def global_attention(self, q, k, v):
         return performer_attention(q, k, v, self.performer_projection,
                                    self.scale)
+
+    def probabilities(self, x: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError(
+            'PerformerAttention approximates softmax attention with random '
+            'features and forms no (N, N) probabilities')
 
 
 class SwinBlock(BaseModule):
@@ -513,8 +571,8 @@ class SwinBlock(BaseModule):
     def __init__(self,
                  embed_dims: int,
                  num_heads: int,
-                 window_size: int = 7,
-                 shift_size: int = 0,
+                 window_size: Union[int, Tuple[int, int]] = 7,
+                 shift_size: Union[int, Tuple[int, int]] = 0,
                  mlp_ratio: float = 4.,
                  qkv_bias: bool = True,
                  qk_scale: Optional[float] = None,
@@ -527,7 +585,12 @@ class SwinBlock(BaseModule):
                  attn_cfg: Optional[dict] = None,
                  init_cfg=None):
         super().__init__(init_cfg)
-        if not 0 <= shift_size < window_size:
+        if not all(isinstance(m, int) and m > 0
+                   for m in window_pair(window_size)):
+            raise ValueError(f'window_size={window_size!r} must be a '
+                             'positive int or an (h, w) pair of them')
+        if not all(0 <= s < m for s, m in zip(window_pair(shift_size),
+                                              window_pair(window_size))):
             raise ValueError(f'shift_size={shift_size} must be in '
                              f'[0, window_size={window_size})')
         self.window_size = window_size

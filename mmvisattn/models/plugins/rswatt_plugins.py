@@ -21,7 +21,7 @@ class RSWAttResidual(BaseModule):
     Args:
         channels (int): C.
         num_heads (int, optional): the attention's heads; None: C // 32.
-        window_sizes (sequence): the largest window of each scale.
+        window_size (int | sequence): the largest window of each scale.
         attn_cfg (dict, optional): the attention's ``type`` (any registered
             RSWAtt attention, :class:`ReconstructedWindowAttention` by
             default) and its options (``window_predictor``,
@@ -32,7 +32,7 @@ class RSWAttResidual(BaseModule):
     def __init__(self,
                  channels: int,
                  num_heads: Optional[int] = None,
-                 window_sizes: Sequence[int] = (5, 9),
+                 window_size: Sequence[int] = (5, 9),
                  attn_cfg: Optional[dict] = None,
                  init_scale: float = 0.,
                  init_cfg: Optional[dict] = None):
@@ -40,7 +40,7 @@ class RSWAttResidual(BaseModule):
         num_heads = num_heads or max(1, channels // 32)
         self.norm = nn.LayerNorm(channels)
         self.attn = build_rswatt_attention(type(self).__name__, attn_cfg,
-                                           channels, num_heads, window_sizes)
+                                           channels, num_heads, window_size)
         self.gamma = nn.Parameter(torch.full((channels, ), init_scale))
 
     def init_weights(self):
@@ -57,7 +57,7 @@ class RSWAttResidual(BaseModule):
 @MODELS.register_module()
 class RSWAttPlugin(RSWAttResidual):
     """For mmdet's ResNet: ``plugins=[dict(cfg=dict(
-    type='mmvisattn.RSWAttPlugin', window_sizes=(5, 9)), stages=(False,
+    type='mmvisattn.RSWAttPlugin', window_size=(5, 9)), stages=(False,
     True, True, True), position='after_conv3')]``; ResNet passes
     ``in_channels``."""
     _abbr_ = 'rswatt'
@@ -75,7 +75,7 @@ class RSWAttNeck(BaseModule):
     Args:
         in_channels (int): the levels' channels.
         num_levels (int): how many levels it receives.
-        num_heads, window_sizes, attn_cfg, init_scale: each
+        num_heads, window_size, attn_cfg, init_scale: each
             :class:`RSWAttResidual`'s.
         share_weights (bool): one block for every level.
     """
@@ -84,7 +84,7 @@ class RSWAttNeck(BaseModule):
                  in_channels: int,
                  num_levels: int,
                  num_heads: Optional[int] = None,
-                 window_sizes: Sequence[int] = (5, 9),
+                 window_size: Sequence[int] = (5, 9),
                  attn_cfg: Optional[dict] = None,
                  init_scale: float = 0.,
                  share_weights: bool = False,
@@ -93,7 +93,7 @@ class RSWAttNeck(BaseModule):
         self.num_levels = num_levels
         count = 1 if share_weights else num_levels
         self.blocks = ModuleList(
-            RSWAttResidual(in_channels, num_heads, window_sizes, attn_cfg,
+            RSWAttResidual(in_channels, num_heads, window_size, attn_cfg,
                            init_scale) for _ in range(count))
 
     def forward(self, feats: Tuple[torch.Tensor, ...]
