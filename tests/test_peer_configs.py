@@ -12,7 +12,7 @@ import torch
 from mmengine.config import Config
 
 import mmvisattn  # noqa: F401
-from helpers import randomise, skip_weight_init
+from helpers import randomise, sampled, skip_weight_init
 from mmvisattn.models.backbones import SwinTransformer
 
 
@@ -70,7 +70,11 @@ def test_detection_and_segmentation_configs_change_only_type(
 CLS = _unique_backbones(_peer_configs('mmpretrain', 'swin_transformer'))
 
 
-@pytest.mark.parametrize('name,backbone', CLS, ids=[n for n, _ in CLS])
+# the base and large classifiers in the slow tier (tens of seconds to build)
+@pytest.mark.parametrize(
+    'name,backbone',
+    sampled(CLS, lambda nb: not any(s in nb[0] for s in ('base', 'large')),
+            ids=[n for n, _ in CLS]))
 def test_mmpretrain_classifier_configs_change_only_type(name, backbone):
     """The whole classifier of the config, peer's and ours, give the same
     logits: mmpretrain's spelling img_size brings its classifier semantics

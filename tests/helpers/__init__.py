@@ -88,6 +88,16 @@ def skip_weight_init():
             setattr(init, name, fn)
 
 
+def sampled(values, fast, ids=None):
+    """``values`` as ``pytest.param``s for a parametrised check: those for
+    which ``fast(value)`` is true run in the fast tier, the rest are marked
+    ``slow`` (the whole suite checks every one; docs/testing.md)."""
+    ids = list(ids) if ids is not None else [None] * len(values)
+    return [pytest.param(*(v if isinstance(v, tuple) else (v, )), id=i,
+                         marks=() if fast(v) else pytest.mark.slow)
+            for v, i in zip(values, ids)]
+
+
 def load_tool(relpath):
     """A tool script (e.g. ``tools/analysis_tools/get_flops.py``) as a
     module, to call its functions or ``main(argv)`` in-process."""
