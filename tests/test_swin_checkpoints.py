@@ -461,50 +461,35 @@ def test_mmvisattn2official_to_mmdet_loads_in_mmdet(sources, x, tmp_path):
                                        atol=1e-4, rtol=1e-4)
 
 
-def test_window7_tables_resize_to_window12_as_timm_bicubic(tmp_path):
-    """A window-7 file into a window-12 model: every bias table is the
-    bicubic resize of the authors' fine-tuning code, equal to timm's
-    ``resize_rel_pos_bias_table_simple`` (timm's own Swin filter uses its
-    geometric-progression resize instead, a different interpolation)."""
+@pytest.mark.parametrize('window_size, window', [(12, (12, 12)),
+                                                 ((8, 12), (8, 12))],
+                         ids=['window12', 'window8x12'])
+def test_window7_tables_resize_as_timm_bicubic(tmp_path, window_size,
+                                               window):
+    """A window-7 file into a window-12 or a rectangular 8 x 12 model:
+    every bias table is the bicubic resize of the authors' fine-tuning
+    code, equal to timm's ``resize_rel_pos_bias_table_simple`` (timm's own
+    Swin filter uses its geometric-progression resize instead, a different
+    interpolation)."""
     timm_layers = pytest.importorskip('timm.layers')
     arch = dict(embed_dims=32, depths=(2, 2, 2, 2), num_heads=(1, 2, 4, 8),
                 drop_path_rate=0.)
     source = _nontrivial(SwinTransformer(window_size=7, **arch))
     path = tmp_path / 'w7.pth'
     torch.save({'model': official_state_dict(source)}, path)
-    model = SwinTransformer(window_size=12, init_cfg=dict(
+    model = SwinTransformer(window_size=window_size, init_cfg=dict(
         type='Pretrained', checkpoint=str(path)), **arch)
     model.init_weights()
     tables = {k: v for k, v in source.state_dict().items()
               if k.endswith('relative_position_bias_table')}
     assert len(tables) == 8
+    rows = (2 * window[0] - 1) * (2 * window[1] - 1)
     for key, table in tables.items():
         want = timm_layers.resize_rel_pos_bias_table_simple(
-            table, new_window_size=(12, 12),
-            new_bias_shape=(23 * 23, table.shape[1]))
+            table, new_window_size=window,
+            new_bias_shape=(rows, table.shape[1]))
         torch.testing.assert_close(model.state_dict()[key], want, rtol=0,
                                    atol=0, msg=key)
-
-
-def test_window7_tables_resize_to_rectangular_windows_as_timm(tmp_path):
-    """A window-7 file into (8, 12) windows: every table is timm's
-    ``resize_rel_pos_bias_table_simple`` to 15 x 23 offsets."""
-    timm_layers = pytest.importorskip('timm.layers')
-    arch = dict(embed_dims=32, depths=(2, 2, 2, 2), num_heads=(1, 2, 4, 8),
-                drop_path_rate=0.)
-    source = _nontrivial(SwinTransformer(window_size=7, **arch))
-    path = tmp_path / 'w7.pth'
-    torch.save({'model': official_state_dict(source)}, path)
-    model = SwinTransformer(window_size=(8, 12), init_cfg=dict(
-        type='Pretrained', checkpoint=str(path)), **arch)
-    model.init_weights()
-    for key, table in source.state_dict().items():
-        if key.endswith('relative_position_bias_table'):
-            want = timm_layers.resize_rel_pos_bias_table_simple(
-                table, new_window_size=(8, 12),
-                new_bias_shape=(15 * 23, table.shape[1]))
-            torch.testing.assert_close(model.state_dict()[key], want,
-                                       rtol=0, atol=0, msg=key)
 
 
 def test_rectangular_windows_equal_timm(tmp_path):
