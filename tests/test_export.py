@@ -112,9 +112,10 @@ CONFIGS = {
 }
 EXPORTERS = ('torchscript', 'dynamo', 'jit.trace')
 # the fast tier's one cheap test per exporter: dynamo and jit.trace here,
-# TorchScript in test_torchscript_export_takes_the_plain_path_under_no_grad
+# TorchScript in test_torchscript_export_takes_the_plain_path_under_no_grad;
+# and jit.trace of the windowless global attention (TNT's)
 FAST = {('swin-window-cyclic', 'dynamo'), ('swin-window-cyclic', 'jit.trace'),
-        ('swinv2', 'jit.trace')}
+        ('swinv2', 'jit.trace'), ('tnt-pyramid', 'jit.trace')}
 MATRIX = [
     pytest.param(name, exporter, id=f'{name}-{exporter}',
                  marks=() if (name, exporter) in FAST else pytest.mark.slow)

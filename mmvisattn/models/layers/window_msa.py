@@ -154,6 +154,9 @@ class SwinAttention(BaseModule):
         self.num_heads = num_heads
         self.window_size = tuple(window_size) if isinstance(
             window_size, list) else window_size
+        # tokens of one window (h * w); None for the windowless kinds
+        self.window_tokens = math.prod(window_pair(window_size)) \
+            if self.has_windows else None
         self.use_content = use_content
         self.chunk_tokens = chunk_tokens
         self.scale = qk_scale or (embed_dims // num_heads)**-0.5
@@ -184,12 +187,6 @@ class SwinAttention(BaseModule):
                              'positive int' +
                              (' or an (h, w) pair of them'
                               if self.rectangular_windows else ''))
-
-    @property
-    def window_tokens(self) -> int:
-        """Tokens of one window (h * w)."""
-        wh, ww = window_pair(self.window_size)
-        return wh * ww
 
     @staticmethod
     def kinds():
