@@ -9,6 +9,9 @@ import sys
 import pytest
 import torch
 
+# the safe-load allow-list: this module torch.loads the checkpoints the
+# tools write (the one thing importing mmvisattn registers)
+import mmvisattn  # noqa: F401
 from helpers import REPO, generate_shapes, load_tool, shared_dataset
 from helpers.det_config import DEMO_CONFIG, small_det_config
 

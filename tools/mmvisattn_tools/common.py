@@ -77,12 +77,17 @@ def median_ms(fn, iters: int, warmup: int) -> float:
 
 def close_distributed() -> None:
     """Destroy the default process group at the end of a tool's run, where
-    one is up. Left to interpreter exit, a rank can abort after its work
-    is done ("terminate called without an active exception", exit code -6:
-    seen once for tools/dist_test.sh on a loaded machine, its metrics
-    already printed), and torchrun then fails the whole job."""
+    one is up, once every rank has reached this point. Left to interpreter
+    exit, a rank can abort after its work is done ("terminate called
+    without an active exception", exit code -6: seen for
+    tools/dist_test.sh on a loaded machine, its metrics already printed),
+    and torchrun then fails the whole job. The barrier keeps a rank from
+    tearing down its gloo connections while another still works (rank 1
+    aborted so while rank 0 saved the last checkpoint of
+    tools/dist_train.sh, seen once)."""
     import torch.distributed as dist
     if dist.is_available() and dist.is_initialized():
+        dist.barrier()
         dist.destroy_process_group()
 
 
