@@ -1,14 +1,11 @@
-"""mmvisattn: modern vision attention backbones for mmdet and mmseg."""
-from .setup_env import setup_env
+"""mmvisattn: modern vision attention backbones for mmdet and mmseg.
+
+Importing it registers its models in its own registries and changes nothing
+in any other library; :func:`runtime` is the scope its tools (and a user's
+own script) run in (``mmvisattn/environment.py``)."""
+from . import models  # noqa: F401  (registers the backbones)
+from .environment import runtime
+from .registry import MODELS
 from .version import __version__, version_info
 
-# The only changes to other libraries made at import (listed and explained in
-# mmvisattn/setup_env.py): torch's safe-load allow-list, mmengine's `pkg::`
-# config lookup for the packages it cannot find, and mmcv's ops in fp32
-# inside a bf16 AmpOptimWrapper's autocast.
-setup_env()
-
-from . import models  # noqa: E402,F401  (registers the backbones)
-from .registry import MODELS  # noqa: E402
-
-__all__ = ['__version__', 'version_info', 'MODELS']
+__all__ = ['__version__', 'version_info', 'MODELS', 'runtime']

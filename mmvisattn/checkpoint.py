@@ -18,6 +18,7 @@ import torch.nn as nn
 from mmengine.logging import MMLogger
 from mmengine.runner.checkpoint import CheckpointLoader
 
+from mmvisattn.environment import safe_checkpoint_loading
 from mmvisattn.utils.listing import short_listing
 
 
@@ -81,8 +82,11 @@ def read_weights(path: str, logger: Optional[MMLogger] = None) -> dict:
     if path.endswith('.safetensors'):
         from safetensors.torch import load_file
         return load_file(path)
-    return CheckpointLoader.load_checkpoint(path, map_location='cpu',
-                                            logger=logger)
+    # a full mmengine checkpoint (a whole detector's) under torch's safe
+    # loader: this read only (mmvisattn/environment.py, item 1)
+    with safe_checkpoint_loading():
+        return CheckpointLoader.load_checkpoint(path, map_location='cpu',
+                                                logger=logger)
 
 
 def read_checkpoint(path: str) -> dict:
@@ -91,7 +95,8 @@ def read_checkpoint(path: str) -> dict:
     if damage is not None:
         raise CheckpointError(f'{path}: {damage}')
     try:
-        return CheckpointLoader.load_checkpoint(path, map_location='cpu')
+        with safe_checkpoint_loading():
+            return CheckpointLoader.load_checkpoint(path, map_location='cpu')
     except Exception as e:  # torch reports zip/pickle details, not the file
         raise CheckpointError(
             f'{path}: corrupt checkpoint, torch.load failed with '

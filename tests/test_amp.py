@@ -73,7 +73,7 @@ def test_mmcv_ops_run_in_fp32_under_a_bf16_autocast():
     context is left); fp16 and no autocast reach the kernels unchanged."""
     from mmcv.ops import DeformConv2d, nms, roi_align
 
-    from mmvisattn.setup_env import mmcv_ops_fp32_under_bf16
+    from mmvisattn.environment import mmcv_ops_fp32_under_bf16
     torch.manual_seed(0)
     x = torch.rand(1, 8, 16, 16, requires_grad=True)
     rois = torch.tensor([[0, 1., 1., 9., 12.]])
@@ -106,7 +106,7 @@ def _mmcv_originals():
 
 
 def _assert_untouched(originals):
-    from mmvisattn.setup_env import mmcv_ops_fp32_state
+    from mmvisattn.environment import mmcv_ops_fp32_state
     assert mmcv_ops_fp32_state() == dict(scopes=0, pending=0,
                                           forward=False, backward=False)
     for (fn, kind), original in originals.items():
@@ -119,7 +119,7 @@ def _roi_step(wrapper, model):
     ``update_params``; what it sees inside, and the output dtype."""
     from mmcv.ops import roi_align
 
-    from mmvisattn.setup_env import mmcv_ops_fp32_state
+    from mmvisattn.environment import mmcv_ops_fp32_state
     rois = torch.tensor([[0, 1., 1., 9., 12.]])
     with wrapper.optim_context(model):
         inside = mmcv_ops_fp32_state()
@@ -235,7 +235,7 @@ def test_a_graph_built_inside_backpropagates_after_the_context():
     original backward returns once the graph is dropped."""
     from mmcv.ops import roi_align
 
-    from mmvisattn.setup_env import mmcv_ops_fp32_state, mmcv_ops_fp32_under_bf16
+    from mmvisattn.environment import mmcv_ops_fp32_state, mmcv_ops_fp32_under_bf16
     originals = _mmcv_originals()
     x = torch.rand(1, 8, 16, 16, requires_grad=True)
     with mmcv_ops_fp32_under_bf16(), \

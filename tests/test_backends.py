@@ -207,7 +207,7 @@ def test_each_fast_part_switches_off_alone(part, monkeypatch):
     benchmark_backbone.py --ablate measures) turns that part off and no
     other: counted at each part's entry; the outputs stay the plain
     path's."""
-    from mmvisattn.models.layers import SwinBlock, WindowAttention
+    from mmvisattn.models.layers import Mlp, WindowAttention
     from mmvisattn.ops import FAST_PARTS, linear
     assert part in FAST_PARTS
     model = MODELS.build(dict(SWIN, drop_path_rate=0.,
@@ -223,15 +223,11 @@ def test_each_fast_part_switches_off_alone(part, monkeypatch):
 
     monkeypatch.setattr(linear, 'pack_weight',
                         counted('packed_linears', linear.pack_weight))
-    monkeypatch.setattr(WindowAttention, 'add_to',
-                        counted('window_chunks', WindowAttention.add_to))
-    mlp = SwinBlock._mlp
-
-    def chunked_mlp(self, x, chunks):
-        calls['mlp_chunks'] += chunks
-        return mlp(self, x, chunks)
-
-    monkeypatch.setattr(SwinBlock, '_mlp', chunked_mlp)
+    monkeypatch.setattr(WindowAttention, 'attend_in_chunks',
+                        counted('window_chunks',
+                                WindowAttention.attend_in_chunks))
+    monkeypatch.setattr(Mlp, 'forward_in_chunks',
+                        counted('mlp_chunks', Mlp.forward_in_chunks))
     with torch.no_grad():
         want = _outputs(model, x, 'plain')
         with use_backend('auto', without=(part, )):
@@ -243,3 +239,40 @@ def test_each_fast_part_switches_off_alone(part, monkeypatch):
     with pytest.raises(ValueError, match='packed_linears'):
         with use_backend('auto', without=('chunks', )):
             pass
+
+
+def test_forward_hooks_fire_on_every_linear_as_on_the_plain_path():
+    """The fast parts live behind their modules' own ``forward``: in a CPU
+    ``inference_mode`` forward every ``nn.Linear`` of a Swin (with its
+    merging layers) fires its forward hooks, and what each saw (the
+    outputs of its calls, chunk after chunk, in order) is what it sees on
+    the plain path."""
+    # 1280 tokens at stage 0: chunks of 20 windows (980 rows) and of 1024
+    # MLP rows, every linear of the stage packed
+    model = MODELS.build(dict(SWIN, drop_path_rate=0.,
+                              attn_cfg=dict(chunk_tokens=1024))).eval()
+    linears = {name: m for name, m in model.named_modules()
+               if isinstance(m, nn.Linear)}
+    seen = {}
+
+    def record(name):
+        def hook(module, args, out):
+            seen.setdefault(name, []).append(
+                out.detach().reshape(-1, out.shape[-1]).clone())
+        return hook
+
+    handles = [m.register_forward_hook(record(name))
+               for name, m in linears.items()]
+    x = torch.randn(1, 3, 128, 160)
+    runs = {}
+    for backend in ('auto', 'plain'):
+        seen = {}
+        with torch.inference_mode(), use_backend(backend):
+            model(x)
+        runs[backend] = {k: torch.cat(v) for k, v in seen.items()}
+    for handle in handles:
+        handle.remove()
+    assert set(runs['auto']) == set(runs['plain']) == set(linears)
+    for name in linears:
+        torch.testing.assert_close(runs['auto'][name], runs['plain'][name],
+                                   rtol=1e-4, atol=1e-5, msg=name)

@@ -1,4 +1,5 @@
-"""torch>=2.6 weights_only loading of full mmengine checkpoints."""
+"""torch>=2.6 weights_only loading of full mmengine checkpoints, inside
+``mmvisattn.runtime()`` (the scope every tool runs in)."""
 import pickle
 
 import numpy as np
@@ -6,8 +7,8 @@ import pytest
 import torch
 from mmengine.logging import HistoryBuffer, MessageHub
 
-import mmvisattn  # noqa: F401  (registers the safe globals)
-from mmvisattn.setup_env import _history_buffer_getattr
+import mmvisattn
+from mmvisattn.environment import _history_buffer_getattr
 
 
 def test_message_hub_and_numpy_survive_weights_only(tmp_path):
@@ -18,7 +19,8 @@ def test_message_hub_and_numpy_survive_weights_only(tmp_path):
     path = tmp_path / 'ckpt.pth'
     torch.save({'message_hub': hub.state_dict(),
                 'meta': {'scale': np.float32(2.), 'arr': np.arange(3)}}, path)
-    loaded = torch.load(path, weights_only=True)
+    with mmvisattn.runtime():
+        loaded = torch.load(path, weights_only=True)
     buffer = loaded['message_hub']['log_scalars']['train/loss']
     assert isinstance(buffer, HistoryBuffer)
     assert buffer.current() == 0.5 and buffer.mean() == 1.0
@@ -40,5 +42,6 @@ def test_getattr_is_restricted_to_history_buffer(tmp_path):
             _history_buffer_getattr(obj, name)
     path = tmp_path / 'sneaky.pth'
     torch.save({'x': _Sneaky()}, path)
-    with pytest.raises(pickle.UnpicklingError, match='not allowed'):
+    with mmvisattn.runtime(), \
+            pytest.raises(pickle.UnpicklingError, match='not allowed'):
         torch.load(path, weights_only=True)

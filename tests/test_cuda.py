@@ -163,7 +163,7 @@ def test_bf16_amp_optim_wrapper_runs_mmcv_ops_in_fp32_on_cuda():
     from mmcv.ops.roi_align import RoIAlignFunction
     from mmengine.optim import build_optim_wrapper
 
-    from mmvisattn.setup_env import mmcv_ops_fp32_state
+    from mmvisattn.environment import mmcv_ops_fp32_state
     original = RoIAlignFunction.__dict__['forward']
     model = torch.nn.Conv2d(8, 8, 1).cuda()
     wrapper = build_optim_wrapper(model, dict(

@@ -14,7 +14,7 @@ CUDA half (marked ``gpu``, skipped without a GPU): the same cases on CUDA in
 fp32 and under fp16 and bf16 autocast against mmcv's CPU kernels in fp32,
 and the sigmoid focal loss (mmcv has no CPU kernel for it) against mmdet's
 Python version. Under bf16 the ops run inside
-``mmvisattn.setup_env.mmcv_ops_fp32_under_bf16``, as bf16 training runs them
+``mmvisattn.environment.mmcv_ops_fp32_under_bf16``, as bf16 training runs them
 (mmcv has no bf16 kernels). ``tools/analysis_tools/gpu_check.sh`` runs the
 module first on a GPU machine; on the CPU the comparison itself runs in fp32
 (and bf16 where mmvisattn is installed).
@@ -392,7 +392,7 @@ def _compare(name, device, dtype):
     if cast == torch.bfloat16:
         # as bf16 training runs them: mmcv has no bf16 kernels
         setup_env = pytest.importorskip(
-            'mmvisattn.setup_env',
+            'mmvisattn.environment',
             reason='bf16: mmcv\'s ops run inside mmvisattn\'s fp32 scope')
 
         def run(*args):

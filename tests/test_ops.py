@@ -215,12 +215,15 @@ def test_bf16_attention_on_cpu_is_spelled_out_and_matches_fp32(learned_bias):
 
 @pytest.mark.parametrize('amp', [False, True], ids=['fp32', 'bf16'])
 def test_linear_packs_only_where_packing_pays(monkeypatch, amp):
-    """``fast_linear`` inside a scope packs a weight first met with at least
-    ``_MIN_PACK_ROWS[dtype]`` rows (fp32: 512 rows, bf16: 1024) and
-    reuses the copy for shorter calls after; below it, and outside a scope,
-    it is ``F.linear``. Either way the result is the linear's (autocast's
-    under bf16)."""
-    from mmvisattn.ops import fast_linear, linear, packed_weights_scope
+    """``packable_linear(pack=True)`` inside a scope packs a weight first
+    met with at least ``_MIN_PACK_ROWS[dtype]`` rows (fp32: 512 rows, bf16:
+    1024) and reuses the copy for shorter calls after; below it, it is
+    ``F.linear``; outside a scope it packs for that call alone. Either way
+    the result is the linear's (autocast's under bf16)."""
+    from mmvisattn.ops import linear, packable_linear, packed_weights_scope
+
+    def fast_linear(x, lin):
+        return packable_linear(x, lin.weight, lin.bias, pack=True)
     if not linear._ONEDNN or (amp and not linear._ONEDNN_BF16):
         pytest.skip('no oneDNN linear for this dtype in this torch/CPU')
     dtype = torch.bfloat16 if amp else torch.float32
@@ -245,7 +248,8 @@ def test_linear_packs_only_where_packing_pays(monkeypatch, amp):
         assert out_full.dtype == again.dtype == dtype
         for out, x in ((out_short, short), (out_full, full), (again, short)):
             torch.testing.assert_close(out.float(), lin(x).float(), **tol)
-        assert fast_linear(full, lin).dtype == dtype and len(packs) == 1
+        assert fast_linear(full, lin).dtype == dtype and len(packs) == 2
+        assert linear._LOCAL.packed is None  # the call's copy is dropped
 
 
 def test_attention_masks_reach_sdpa_with_a_unit_last_stride(monkeypatch):

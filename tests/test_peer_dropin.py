@@ -417,7 +417,14 @@ def test_every_keyword_and_default_of_the_peer(peer):
     parameter count and outputs."""
     peer_cls = _peer_class(peer)
     theirs_kw = set(inspect.signature(peer_cls.__init__).parameters)
-    ours_kw = set(inspect.signature(peer.ours_cls.__init__).parameters)
+    # ours: its signature's (and its base's, through **kwargs) and the
+    # peers' keywords its table reads
+    ours_kw = set(peer.ours_cls.peer_keywords)
+    for cls in peer.ours_cls.__mro__:
+        if '__init__' in vars(cls):
+            ours_kw |= set(inspect.signature(cls.__init__).parameters)
+        if 'kwargs' not in inspect.signature(cls.__init__).parameters:
+            break
     assert theirs_kw - {'self'} <= ours_kw
     with torch.no_grad():
         theirs = _eval(peer_cls())
@@ -433,9 +440,10 @@ def test_every_keyword_and_default_of_the_peer(peer):
 
 
 def test_whose_meaning_is_chosen_and_how_to_name_it():
-    """mmpretrain's meaning for a model built for mmpretrain: its default
-    scope, or built by its classifier; mmdet's otherwise; ``convention``
-    names either."""
+    """mmpretrain's meaning where mmpretrain is the default scope (every
+    mmpretrain config), mmdet's otherwise, an mmpretrain classifier built
+    in plain Python too: what the user wrote decides, never who calls;
+    ``convention`` names either."""
     pytest.importorskip('mmpretrain')
     from mmpretrain.models import ImageClassifier
     small = dict(depths=(1, 1, 1, 1), num_heads=(1, 2, 4, 8), embed_dims=32)
@@ -449,10 +457,14 @@ def test_whose_meaning_is_chosen_and_how_to_name_it():
         assert SwinTransformer(convention='mmdet',
                                **small).convention == 'mmdet'
         assert TNT().convention == 'mmpretrain'
+    head = dict(type='mmpretrain.LinearClsHead', num_classes=3,
+                in_channels=256)
     classifier = ImageClassifier(
-        backbone=dict(type='mmvisattn.SwinTransformer', **small),
-        head=dict(type='mmpretrain.LinearClsHead', num_classes=3,
-                  in_channels=256))
+        backbone=dict(type='mmvisattn.SwinTransformer', **small), head=head)
+    assert classifier.backbone.convention == 'mmdet'
+    classifier = ImageClassifier(
+        backbone=dict(type='mmvisattn.SwinTransformer',
+                      convention='mmpretrain', **small), head=head)
     assert classifier.backbone.convention == 'mmpretrain'
     assert classifier.backbone.out_indices == (3, )
     with pytest.raises(ValueError, match='convention'):
@@ -469,7 +481,7 @@ def test_every_parameter_of_an_mmpretrain_classifier_gets_a_gradient():
         backbone=dict(type='mmvisattn.SwinTransformer',
                       arch=dict(embed_dims=32, depths=[1, 1, 1, 1],
                                 num_heads=[1, 2, 4, 8]),
-                      img_size=64, window_size=2),
+                      img_size=64, window_size=2, convention='mmpretrain'),
         neck=dict(type='mmpretrain.GlobalAveragePooling'),
         head=dict(type='mmpretrain.LinearClsHead', num_classes=3,
                   in_channels=256))

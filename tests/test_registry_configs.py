@@ -94,7 +94,8 @@ def test_downstream_config_inherits(tmp_path, style):
     cfg_file = tmp_path / 'my_detector.py'
     cfg_file.write_text(f"_base_ = '{base}'\n"
                         "model = dict(backbone=dict(drop_path_rate=0.3))\n")
-    cfg = Config.fromfile(str(cfg_file))
+    with mmvisattn.runtime():  # `mmvisattn::` (the tools run inside it)
+        cfg = Config.fromfile(str(cfg_file))
     _check_main_config(cfg)
     assert cfg.model.backbone.drop_path_rate == 0.3
 

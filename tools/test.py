@@ -17,7 +17,7 @@ from contextlib import nullcontext
 from mmengine.config import Config
 from mmengine.runner import Runner
 
-import mmvisattn  # noqa: F401
+import mmvisattn  # registers the models; runtime() below
 from mmvisattn.checkpoint import (
     CheckpointError,
     read_checkpoint,
@@ -25,7 +25,7 @@ from mmvisattn.checkpoint import (
 )
 from mmvisattn.datasets.checks import check_dataloader_files
 from mmvisattn.engine.hooks import add_custom_hooks
-from mmvisattn.setup_env import mmcv_ops_fp32_under_bf16
+from mmvisattn.environment import mmcv_ops_fp32_under_bf16
 from mmvisattn_tools.common import (  # noqa: E402
     close_distributed,
     parse_tool_args,
@@ -111,11 +111,12 @@ def run(args):
     verify_checkpoint(args.checkpoint, runner.model, checkpoint)
     del checkpoint
     # bf16 (on a CPU): mmcv's ops run in fp32 during the test run only
-    # (mmvisattn/setup_env.py, 3.; fp16 and fp32 are untouched)
+    # (mmvisattn/environment.py, 3.; fp16 and fp32 are untouched)
     with mmcv_ops_fp32_under_bf16() if args.amp else nullcontext():
         runner.test()
     close_distributed()
 
 
 if __name__ == '__main__':
-    main()
+    with mmvisattn.runtime():  # scoped: checkpoints, mmvisattn:: configs
+        main()

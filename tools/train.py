@@ -30,7 +30,7 @@ from mmengine.logging import print_log
 from mmengine.registry import RUNNERS
 from mmengine.runner import Runner
 
-import mmvisattn  # noqa: F401  (registry, `mmvisattn::` configs, safe loading)
+import mmvisattn  # registers the models; runtime() below
 from mmvisattn.datasets.checks import check_dataloader_files
 from mmvisattn.engine import fault_tolerant_training
 from mmvisattn.engine.resume import latest_complete_checkpoint, remove_partials
@@ -115,4 +115,5 @@ def main():
 
 
 if __name__ == '__main__':
-    main()
+    with mmvisattn.runtime():  # scoped: checkpoints, mmvisattn:: configs
+        main()

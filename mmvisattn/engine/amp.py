@@ -28,8 +28,8 @@ from mmengine.optim import AmpOptimWrapper as MMEngineAmpOptimWrapper
 from mmengine.optim import OptimWrapper
 from mmengine.runner.amp import autocast
 
+from mmvisattn.environment import bf16_scope, mmcv_ops_fp32_under_bf16
 from mmvisattn.registry import OPTIM_WRAPPERS
-from mmvisattn.setup_env import bf16_scope, mmcv_ops_fp32_under_bf16
 
 
 def cpu_has_native_bf16() -> bool:
@@ -66,7 +66,7 @@ class BF16OptimWrapper(OptimWrapper):
 
     # mmcv's kernels have no bf16 version: inside the forward's autocast and
     # the backward (a checkpointed block recomputes its forward there)
-    # they run in fp32 (mmvisattn/setup_env.py, 3.)
+    # they run in fp32 (mmvisattn/environment.py, 3.)
     @contextmanager
     def optim_context(self, model: nn.Module):
         with super().optim_context(model), autocast(dtype=torch.bfloat16), \

@@ -9,10 +9,11 @@ from .backend import (
                         BACKENDS,
                         FAST_PARTS,
                         fast_part,
+                        fast_part_allowed,
                         fast_path_allowed,
                         use_backend,
 )
-from .linear import fast_linear, fast_path, packed_weights_scope, run_packed
+from .linear import packable_linear, packed_weights_scope
 from .masks import MASK_VALUE, padding_key_mask, shifted_window_mask
 from .neighborhood import (
                         halo,
@@ -53,7 +54,8 @@ from .windows import (
 )
 
 __all__ = [
-    'BACKENDS', 'FAST_PARTS', 'fast_part', 'fast_path', 'fast_path_allowed',
+    'BACKENDS', 'FAST_PARTS', 'fast_part', 'fast_part_allowed',
+    'fast_path_allowed',
     'use_backend',
     'window_partition', 'window_reverse', 'window_pair', 'pad_to_multiple',
     'window_layout',
@@ -63,8 +65,8 @@ __all__ = [
     'window_attention', 'window_attention_recorded',
     'window_attention_weights', 'sliding_relative_index',
     'sliding_window_attention_naive', 'sliding_window_attention_blocked',
-    'orthogonal_random_features', 'performer_attention', 'fast_linear',
-    'packed_weights_scope', 'run_packed',
+    'orthogonal_random_features', 'performer_attention', 'packable_linear',
+    'packed_weights_scope',
     'reconstructed_window_attention', 'reweighted_window_attention',
     'window_log_membership', 'attend', 'halo', 'halo_tiles', 'inside_image',
     'outside_image_mask', 'tile_index', 'tile_queries_and_keys',

@@ -1,31 +1,27 @@
-"""Which implementation a block runs: the one place that decides.
+"""Which implementation a module runs: the one place that decides.
 
-Blocks have two implementations of the same arithmetic:
+Three leaf modules have a second implementation of the same arithmetic
+for CPU inference beside their plain, differentiable one. Each is a named
+part (:data:`FAST_PARTS`) behind the module's own ``forward``, so that
+the blocks read like the paper and forward hooks fire on every path:
 
-* ``'plain'``: differentiable PyTorch ops, correct in every mode;
-* ``'fast'``: the CPU inference path, made of named parts
-  (:data:`FAST_PARTS`):
+* ``'packed_linears'``: :class:`~mmvisattn.models.layers.PackedLinear`,
+  an ``nn.Linear`` on oneDNN with its weight packed (:mod:`.linear`);
+* ``'window_chunks'``: :class:`~mmvisattn.models.layers.WindowAttention`
+  attends a cache-sized chunk of windows at a time;
+* ``'mlp_chunks'``: :class:`~mmvisattn.models.layers.Mlp` runs a chunk of
+  rows at a time, each chunk's 4C-wide hidden state kept in cache.
 
-  - ``'packed_linears'``: linears on oneDNN with weights packed once per
-    block call, GELU fused into fc1 (:mod:`.linear`);
-  - ``'window_chunks'``: the window attention run a cache-sized chunk of
-    windows at a time, each chunk's output scatter-added straight into
-    the residual stream (``WindowAttention.add_to``);
-  - ``'mlp_chunks'``: the MLP run a chunk of rows at a time, written in
-    place.
-
-  It rewrites tensors in place and skips dropout/DropPath, so it may run
-  only when nothing can tell the difference.
-
-:func:`fast_path_allowed` is that condition, asked once at each block's
-entry (:func:`~.linear.fast_path` enters it); model code never reads a
-flag of its own. :func:`use_backend` chooses for a region of code, as
-NATTEN's context managers do: ``'auto'`` (default: fast where allowed) or
+A part may run only when nothing can tell the difference:
+:func:`fast_part_allowed` is that condition (:func:`fast_path_allowed`,
+the mode, and the part switched on), asked by the module at each call.
+:func:`use_backend` chooses for a region of code, as NATTEN's context
+managers do: ``'auto'`` (default: every part where allowed) or
 ``'plain'`` (always the plain path, to compare or to debug), and
-``without=`` switches parts of the fast path off, to measure what each
-pays (``tools/analysis_tools/benchmark_backbone.py --ablate``). The choice
-is a context variable, so it is scoped to the ``with`` block and to the
-thread or task that entered it.
+``without=`` switches parts off, to measure what each pays
+(``tools/analysis_tools/benchmark_backbone.py --ablate``). The choice is a
+context variable, so it is scoped to the ``with`` block and to the thread
+or task that entered it.
 """
 import contextlib
 import contextvars
@@ -66,6 +62,12 @@ def fast_part(name: str) -> bool:
     return name not in _WITHOUT.get()
 
 
+def fast_part_allowed(module: nn.Module, x: torch.Tensor, part: str) -> bool:
+    """Whether ``module`` may run the fast path's part ``part`` on ``x``:
+    the part is on and :func:`fast_path_allowed` holds."""
+    return fast_part(part) and fast_path_allowed(module, x)
+
+
 def current_backend() -> str:
     return _BACKEND.get()
 
@@ -77,24 +79,24 @@ def _exporting() -> bool:
 
 
 def fast_path_allowed(module: nn.Module, x: torch.Tensor) -> bool:
-    """Whether ``module`` (a block) may take its fast inference path on
-    input ``x``. Every condition is a mode in which the in-place rewrite or
-    the skipped dropout would change a result:
+    """Whether ``module`` may take its fast inference path on input ``x``.
+    Every condition is a mode in which a chunk loop or a packed weight
+    could change a result:
 
     * the backend is not ``'plain'`` (:func:`use_backend`);
     * ``module`` is in eval mode: dropout and DropPath are identities only
       there (``no_grad`` in train mode still drops);
     * no gradient is asked for: autograd off, or neither ``x`` nor any of
-      the block's parameters requires one (a frozen stage);
+      the module's parameters requires one (a frozen stage);
     * no compiler, tracer or exporter is recording the graph;
-    * ``x`` is on the CPU: the packing, the cache-sized chunks and the
-      in-place writes were built and measured for CPU inference (on a GPU a
-      chunk loop only adds kernel launches); GPUs run the plain path.
+    * ``x`` is on the CPU: the packing and the cache-sized chunks were
+      built and measured for CPU inference (on a GPU a chunk loop only adds
+      kernel launches); GPUs run the plain path.
 
     Autocast and in-place weight swaps need no condition here: packed
     linears run in fp32 without autocast or in bf16 under CPU bf16 autocast
-    (:func:`.linear.fast_linear` checks the tensors it gets), and packed
-    weights live for one block call, so a swap between two calls is always
+    (:func:`.linear.packable_linear` checks the tensors it gets), and packed
+    weights live for one module call, so a swap between two calls is always
     seen.
     """
     if _BACKEND.get() == 'plain' or module.training or _exporting() or \

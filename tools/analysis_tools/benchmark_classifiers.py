@@ -23,7 +23,7 @@ import torch
 from mmengine.config import Config
 from mmengine.registry import DefaultScope
 
-import mmvisattn  # noqa: F401
+import mmvisattn  # registers the models; runtime() below
 
 REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 from mmvisattn_tools.flops import (classification_shape,  # noqa
@@ -129,4 +129,5 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    main()
+    with mmvisattn.runtime():  # scoped: checkpoints, mmvisattn:: configs
+        main()

@@ -18,7 +18,7 @@ import numpy as np
 from mmengine.config import Config, DictAction
 from mmengine.utils import ProgressBar
 
-import mmvisattn  # noqa: F401  (registry, `mmvisattn::` configs)
+import mmvisattn  # registers the models; runtime() below
 from mmvisattn_tools.common import config_scope  # noqa: E402
 
 
@@ -154,4 +154,5 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    main()
+    with mmvisattn.runtime():  # scoped: checkpoints, mmvisattn:: configs
+        main()

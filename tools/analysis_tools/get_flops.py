@@ -41,7 +41,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from mmengine.config import DictAction
 
-import mmvisattn  # noqa: F401  (registry, `mmvisattn::` configs)
+import mmvisattn  # registers the models; runtime() below
 from mmvisattn_tools.complexity import (
     CONVENTIONS,
     get_complexity,
@@ -273,4 +273,5 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    sys.exit(main())
+    with mmvisattn.runtime():  # scoped: checkpoints, mmvisattn:: configs
+        sys.exit(main())

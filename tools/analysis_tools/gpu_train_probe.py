@@ -50,7 +50,7 @@ from mmengine.config import Config, ConfigDict, DictAction
 from mmengine.hooks import Hook
 from mmengine.runner import Runner
 
-import mmvisattn  # noqa: F401  (registry)
+import mmvisattn  # registers the models; runtime() below
 from mmvisattn.models.backbones import SwinTransformer
 from mmvisattn_tools.common import mixed_precision
 
@@ -315,4 +315,5 @@ def main():
 
 
 if __name__ == '__main__':
-    sys.exit(main())
+    with mmvisattn.runtime():  # scoped: checkpoints, mmvisattn:: configs
+        sys.exit(main())

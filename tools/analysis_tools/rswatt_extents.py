@@ -38,7 +38,7 @@ from mmengine.config import Config, DictAction
 from mmengine.registry import DefaultScope
 from mmengine.runner import load_checkpoint
 
-import mmvisattn  # noqa: F401
+import mmvisattn  # registers the models; runtime() below
 from mmvisattn.models.layers import ReconstructedWindowAttention
 from mmvisattn_tools.common import config_scope  # noqa: E402
 
@@ -371,4 +371,5 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    main()
+    with mmvisattn.runtime():  # scoped: checkpoints, mmvisattn:: configs
+        main()

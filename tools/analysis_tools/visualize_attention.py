@@ -38,7 +38,7 @@ from mmengine.config import Config  # noqa: E402
 from mmengine.logging import MMLogger  # noqa: E402
 from PIL import Image  # noqa: E402
 
-import mmvisattn  # noqa: E402,F401  (registers the backbones)
+import mmvisattn  # noqa: E402  (registers the models; runtime() below)
 from mmvisattn.checkpoint import load_pretrained  # noqa: E402
 from mmvisattn.models.backbones.rswatt import RSWAttTransformer  # noqa: E402
 from mmvisattn.models.backbones.swin import SwinTransformer  # noqa: E402
@@ -620,4 +620,5 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    main()
+    with mmvisattn.runtime():  # scoped: checkpoints, mmvisattn:: configs
+        main()

@@ -33,6 +33,7 @@ import torch
 from mmengine.config import DictAction
 from torch import nn
 
+import mmvisattn
 from mmvisattn_tools.common import config_scope  # noqa: E402
 
 
@@ -409,4 +410,5 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    sys.exit(main())
+    with mmvisattn.runtime():  # scoped: checkpoints, mmvisattn:: configs
+        sys.exit(main())

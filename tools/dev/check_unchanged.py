@@ -14,6 +14,9 @@ hashes mean outputs that differ by exactly 0.0.
 
 Run it from the checkout whose package is imported (``PYTHONPATH=.`` for a
 second worktree); the first line names the package it imported.
+``--backend plain`` hashes the plain path (``mmvisattn.ops.use_backend``):
+a change to the CPU fast path's kernels (a linear newly packed) moves the
+default hashes by rounding and must leave these as they were.
 """
 import argparse
 import glob
@@ -27,6 +30,9 @@ import torch
 from mmengine.config import Config
 from mmengine.registry import MODELS, DefaultScope
 from mmengine.utils import import_modules_from_strings
+
+import mmvisattn
+from mmvisattn.ops import BACKENDS, use_backend
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 
@@ -116,15 +122,17 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--only', help='configs whose path contains this')
     parser.add_argument('--compare', nargs=2, metavar=('BEFORE', 'AFTER'))
+    parser.add_argument('--backend', default='auto', choices=BACKENDS)
     args = parser.parse_args()
     if args.compare:
         sys.exit(compare(*args.compare))
-    import mmvisattn
     print(json.dumps(dict(package=osp.dirname(mmvisattn.__file__))),
           flush=True)
-    for path in _configs(args.only):
-        print(json.dumps(describe(path)), flush=True)
+    with use_backend(args.backend):
+        for path in _configs(args.only):
+            print(json.dumps(describe(path)), flush=True)
 
 
 if __name__ == '__main__':
-    main()
+    with mmvisattn.runtime():  # scoped: checkpoints, mmvisattn:: configs
+        main()

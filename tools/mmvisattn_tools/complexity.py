@@ -60,6 +60,7 @@ from mmengine.analysis import FlopAnalyzer, parameter_count
 from mmengine.analysis.jit_handles import get_shape
 from torch.overrides import TorchFunctionMode
 
+from mmvisattn.models.layers import PackedLinear
 from mmvisattn.ops import use_backend
 from mmvisattn.utils.optional import mmcv_ops_available
 
@@ -433,6 +434,8 @@ def count_module_hooks(model: nn.Module, img: torch.Tensor,
     """
     from mmcv.cnn.utils.flops_counter import get_modules_mapping
     mapping = get_modules_mapping()
+    # our nn.Linear with a packed CPU inference path: a linear to count
+    mapping[PackedLinear] = mapping[nn.Linear]
     if deform_convs and mmcv_ops_available():  # else a model has none
         from mmcv.ops import DeformConv2d, ModulatedDeformConv2d
         for cls in (DeformConv2d, ModulatedDeformConv2d):

@@ -46,6 +46,7 @@ import os
 import torch
 from _swin_io import TRUST_FILE_HELP, read_swin_state
 
+import mmvisattn
 from mmvisattn.models.utils import (
     hf_swin_config,
     swin_any_to_mmvisattn,
@@ -147,4 +148,5 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    main()
+    with mmvisattn.runtime():  # scoped: checkpoints, mmvisattn:: configs
+        main()

@@ -16,6 +16,7 @@ import argparse
 import torch
 from _swin_io import TRUST_FILE_HELP, read_swin_state
 
+import mmvisattn
 from mmvisattn.models.utils import swin_any_to_mmvisattn
 
 
@@ -40,4 +41,5 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    main()
+    with mmvisattn.runtime():  # scoped: checkpoints, mmvisattn:: configs
+        main()

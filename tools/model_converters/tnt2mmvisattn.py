@@ -16,6 +16,7 @@ from collections import OrderedDict
 import torch
 from _swin_io import TRUST_FILE_HELP, read_raw_checkpoint
 
+import mmvisattn
 from mmvisattn.models.utils import (
     detect_tnt_layout,
     extract_state_dict,
@@ -60,4 +61,5 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    main()
+    with mmvisattn.runtime():  # scoped: checkpoints, mmvisattn:: configs
+        main()

@@ -8,7 +8,7 @@ freezing, ``norm_eval``, init and pretrained loading; :class:`HierarchicalBackbo
 pyramid (patch embedding, :class:`BlockStage` stages with merging, output
 norms), on which Swin and RSWAtt differ only in their blocks.
 """
-import sys
+import functools
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
@@ -51,31 +51,15 @@ def resolve_arch(owner: str, arch_zoo: Dict[str, dict], arch,
 CONVENTIONS = ('mmdet', 'mmpretrain')
 
 
-def _building_mmpretrain_classifier() -> bool:
-    """Whether an mmpretrain classifier's constructor is on the call stack,
-    building its backbone (``ImageClassifier(backbone=dict(...))`` without
-    mmpretrain as the default scope)."""
-    if 'mmpretrain.models' not in sys.modules:
-        return False
-    from mmpretrain.models.classifiers import BaseClassifier
-    frame = sys._getframe(1)
-    while frame is not None:
-        if frame.f_code.co_name == '__init__' and isinstance(
-                frame.f_locals.get('self'), BaseClassifier):
-            return True
-        frame = frame.f_back
-    return False
-
-
 def resolve_convention(owner: str, convention: Optional[str]) -> str:
-    """Which peer's meaning the constructor's keywords have.
-
-    ``convention`` given: that one. Otherwise ``'mmpretrain'`` for a model
-    built for mmpretrain, i.e. while mmpretrain is the registry's default
-    scope (every mmpretrain config) or inside an mmpretrain classifier's
-    constructor, and ``'mmdet'`` (mmdet's and mmseg's meaning) everywhere
-    else: plain Python calls and mmdet, mmseg and this project's detection
-    and segmentation configs. The choice is logged when it is mmpretrain's.
+    """Which peer's meaning the constructor's keywords have, chosen by what
+    the user wrote: ``convention`` given, that one; otherwise
+    ``'mmpretrain'`` while mmpretrain is the registry's default scope (every
+    mmpretrain config sets ``default_scope = 'mmpretrain'``) and ``'mmdet'``
+    (mmdet's and mmseg's meaning) everywhere else: plain Python calls and
+    mmdet, mmseg and this project's detection and segmentation configs.
+    Choosing mmpretrain's is logged, once per backbone class and process,
+    with how to change it.
     """
     if convention is not None:
         if convention not in CONVENTIONS:
@@ -84,20 +68,41 @@ def resolve_convention(owner: str, convention: Optional[str]) -> str:
         return convention
     scope = DefaultScope.get_current_instance()
     if scope is not None and scope.scope_name == 'mmpretrain':
-        reason = 'mmpretrain is the default scope'
-    elif _building_mmpretrain_classifier():
-        reason = 'built by an mmpretrain classifier'
-    else:
-        return 'mmdet'
+        _log_mmpretrain_meaning(owner)
+        return 'mmpretrain'
+    return 'mmdet'
+
+
+@functools.lru_cache(maxsize=None)
+def _log_mmpretrain_meaning(owner: str) -> None:
     MMLogger.get_current_instance().info(
-        f"{owner}: mmpretrain's meaning of the keywords ({reason}); give "
-        "convention='mmdet' for mmdet's (docs/backbones.md, \"Peers\")")
-    return 'mmpretrain'
+        f"{owner}: mmpretrain's meaning of the keywords (mmpretrain is the "
+        "default scope); give convention='mmdet' for mmdet's "
+        '(docs/backbones.md, "Peers")')
 
 
 #: ``translate(owner, name, value, ours)``: reads a peer's keyword ``name``
 #: (given as ``value``) into our arguments ``ours``, or raises naming it.
 PeerKeyword = Callable[[str, str, object, dict], None]
+
+
+def check_keywords(owner: str, given: Dict[str, object],
+                   known: Sequence[str],
+                   removed: Optional[Dict[str, str]] = None) -> None:
+    """A keyword neither ours nor a peer's is a ``TypeError`` that names it
+    and the peers' keywords taken (ours are in the signature); one of our
+    removed spellings (``removed``: name -> what to write, as CHANGELOG.md
+    lists them) says what to write instead."""
+    for name, instead in (removed or {}).items():
+        if name in given:
+            raise TypeError(f'{owner}: {name}= was removed; write {instead} '
+                            '(CHANGELOG.md)')
+    unknown = sorted(set(given) - set(known))
+    if unknown:
+        raise TypeError(
+            f'{owner}.__init__() got an unexpected keyword argument '
+            f"{unknown[0]!r} (besides its own arguments it takes the peers' "
+            f'{", ".join(sorted(known))})')
 
 
 def read_peer_keywords(owner: str, table: Dict[str, PeerKeyword],

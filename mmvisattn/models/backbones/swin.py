@@ -20,6 +20,7 @@ from .base import (
     BlockStage,
     HierarchicalBackbone,
     another_name_for,
+    check_keywords,
     read_peer_keywords,
     resolve_arch,
     resolve_convention,
@@ -183,7 +184,12 @@ def _convert_weights(owner: str, name: str, convert, ours: dict) -> None:
             'convert_weights out or set it to True')
 
 
-#: mmdet's, mmseg's and mmpretrain's spellings, read by read_peer_keywords
+#: mmdet's and mmseg's explicit sizes, over ``arch`` (read first: the
+#: number of stages follows from them)
+SWIN_ARCH_KEYWORDS = ('embed_dims', 'depths', 'num_heads')
+
+#: mmdet's, mmseg's and mmpretrain's other keywords, read by
+#: read_peer_keywords into the arguments they mean here
 SWIN_PEER_KEYWORDS = dict(
     pretrained=_pretrained,
     img_size=another_name_for('pretrain_img_size', 224),  # mmpretrain
@@ -191,6 +197,10 @@ SWIN_PEER_KEYWORDS = dict(
     patch_cfg=_patch_cfg,
     strides=_strides,
     convert_weights=_convert_weights,
+    # mmpretrain's options, as it means them
+    pad_small_map=another_name_for('pad_small_map', None),
+    out_after_downsample=another_name_for('out_after_downsample', False),
+    interpolate_mode=another_name_for('interpolate_mode', 'bicubic'),
 )
 
 
@@ -203,8 +213,8 @@ class SwinTransformer(HierarchicalBackbone):
 
     Args:
         arch: ``'tiny'|'small'|'base'|'large'`` (paper, appendix A1) or a dict
-            with ``embed_dims``, ``depths``, ``num_heads``. Explicit
-            ``embed_dims``/``depths``/``num_heads`` override the preset.
+            with ``embed_dims``, ``depths``, ``num_heads`` (mmdet's explicit
+            ``embed_dims``/``depths``/``num_heads`` override the preset).
         in_channels: image channels.
         patch_size: patch partition size (4 in the paper).
         window_size: M, tokens per window side (7; 12 for 384px models),
@@ -243,35 +253,43 @@ class SwinTransformer(HierarchicalBackbone):
             model built for mmpretrain: k>=0 freezes the patch embedding and
             stages 0..k, and the parameters of their output norms.
         norm_eval: keep BatchNorm layers (e.g. from a plugin) in eval mode.
-        pad_small_map: mmpretrain's spelling of window attention's
-            ``pad_small_map`` (given to it; kinds without windows have
-            nothing to pad): True pads and shifts every map (detection
-            semantics, mmdet's and mmseg's); False leaves a map whose short
-            side is one window unshifted (the official classifiers'
-            semantics). Default True, or False with mmpretrain's
-            ``img_size`` or its convention.
-        out_after_downsample: take stage i's output after its merging
-            (mmpretrain's option).
-        interpolate_mode: how the absolute embedding is resized.
-        strides, convert_weights, pretrained, img_size, stage_cfgs,
-            patch_cfg: mmdet's, mmseg's and mmpretrain's arguments, with
-            their meaning there, so that their configs work with only
-            ``type`` changed; what only their implementation can do is
-            refused with what to use instead (docs/backbones.md, "Peers'
-            Swin configs").
-        convention: whose meaning the keywords have where mmdet's and
-            mmpretrain's differ (``frozen_stages``, the defaults of
-            ``out_indices`` and ``pad_small_map``, initialisation without a
-            checkpoint): ``'mmdet'`` or ``'mmpretrain'``; by default
-            mmpretrain's for a model built for mmpretrain (mmpretrain the
-            default scope, or inside an mmpretrain classifier), else
-            mmdet's (:func:`~.base.resolve_convention`).
+        convention: see below.
         init_cfg: ``dict(type='Pretrained', checkpoint=PATH_OR_URL)`` loads an
             official release checkpoint (``model``), a checkpoint of mmdet's,
             mmseg's or mmpretrain's Swin (also whole detectors, segmentors
             and classifiers: ``backbone.`` keys) or one of ours; the layout
             is detected from the keys, relative position tables are resized
             when the window differs.
+        **peer_keywords: mmdet's, mmseg's and mmpretrain's other arguments,
+            with their meaning there, so that their configs work with only
+            ``type`` changed (``SWIN_PEER_KEYWORDS``, read by
+            :func:`~.base.read_peer_keywords`; any other keyword is a
+            ``TypeError`` naming them); what only their implementation can
+            do is refused with what to use instead (docs/backbones.md,
+            "Peers"):
+
+            - ``embed_dims``, ``depths``, ``num_heads``: over ``arch``;
+            - ``pretrained``: ``init_cfg=dict(type='Pretrained', ...)``;
+            - ``img_size``: mmpretrain's ``pretrain_img_size`` (and its
+              classifiers' ``pad_small_map=False`` default);
+            - ``pad_small_map``: window attention's (given to it; kinds
+              without windows have nothing to pad): True pads and shifts
+              every map (detection semantics, mmdet's and mmseg's); False
+              leaves a map whose short side is one window unshifted (the
+              official classifiers' semantics). Default True, or False with
+              ``img_size`` or mmpretrain's convention;
+            - ``out_after_downsample``: take stage i's output after its
+              merging; ``interpolate_mode``: how the absolute embedding is
+              resized (bicubic);
+            - ``strides``, ``convert_weights``, ``stage_cfgs``,
+              ``patch_cfg``: checked against what ours computes.
+
+    ``convention`` says whose meaning the keywords have where mmdet's and
+    mmpretrain's differ (``frozen_stages``, the defaults of ``out_indices``
+    and ``pad_small_map``, initialisation without a checkpoint):
+    ``'mmdet'`` or ``'mmpretrain'``; by default mmpretrain's while
+    mmpretrain is the default scope (its configs), else mmdet's
+    (:func:`~.base.resolve_convention`).
     """
     arch_zoo: Dict[str, dict] = {  # mmpretrain's spellings too ('t', ...)
         **dict.fromkeys(('tiny', 't'), dict(
@@ -283,15 +301,14 @@ class SwinTransformer(HierarchicalBackbone):
         **dict.fromkeys(('large', 'l'), dict(
             embed_dims=192, depths=(2, 2, 18, 2), num_heads=(6, 12, 24, 48))),
     }
+    #: the peers' keywords taken besides the signature's
+    peer_keywords = SWIN_ARCH_KEYWORDS + tuple(SWIN_PEER_KEYWORDS)
     #: the block and the patch merging (Swin V2 names its own)
     block = SwinBlock
     merging = PatchMerging
 
     def __init__(self,
                  arch: Union[str, dict] = 'tiny',
-                 embed_dims: Optional[int] = None,
-                 depths: Optional[Sequence[int]] = None,
-                 num_heads: Optional[Sequence[int]] = None,
                  in_channels: int = 3,
                  patch_size: int = 4,
                  window_size: Union[int, Sequence[int]] = 7,
@@ -312,34 +329,27 @@ class SwinTransformer(HierarchicalBackbone):
                  extra_global_block: bool = False,
                  frozen_stages: int = -1,
                  norm_eval: bool = False,
-                 pad_small_map: Optional[bool] = None,
-                 out_after_downsample: bool = False,
-                 interpolate_mode: str = 'bicubic',
-                 # mmdet's / mmseg's / mmpretrain's spellings (see the doc)
-                 strides: Optional[Sequence[int]] = None,
-                 convert_weights: Optional[bool] = None,
-                 pretrained: Optional[str] = None,
-                 img_size: Union[int, Tuple[int, int], None] = None,
-                 stage_cfgs: Union[dict, Sequence[dict], None] = None,
-                 patch_cfg: Optional[dict] = None,
                  convention: Optional[str] = None,
-                 init_cfg: Optional[dict] = None):
+                 init_cfg: Optional[dict] = None,
+                 **peer_keywords):
+        owner = type(self).__name__
+        check_keywords(owner, peer_keywords, self.peer_keywords)
         embed_dims, depths, num_heads = _swin_arch(
-            self.arch_zoo, arch, embed_dims=embed_dims, depths=depths,
-            num_heads=num_heads)
+            self.arch_zoo, arch,
+            **{k: peer_keywords.pop(k, None) for k in SWIN_ARCH_KEYWORDS})
         num_stages = len(depths)
         ours = read_peer_keywords(
-            'SwinTransformer', SWIN_PEER_KEYWORDS,
-            dict(pretrained=pretrained, img_size=img_size,
-                 stage_cfgs=stage_cfgs, patch_cfg=patch_cfg, strides=strides,
-                 convert_weights=convert_weights),
+            owner, SWIN_PEER_KEYWORDS, peer_keywords,
             dict(init_cfg=init_cfg, pretrain_img_size=pretrain_img_size,
                  window_size=window_size, patch_size=patch_size,
-                 num_stages=num_stages))
+                 num_stages=num_stages, pad_small_map=None,
+                 out_after_downsample=False, interpolate_mode='bicubic'))
         super().__init__(init_cfg=ours['init_cfg'])
-        self.convention = resolve_convention('SwinTransformer', convention)
+        self.convention = resolve_convention(owner, convention)
+        img_size = peer_keywords.get('img_size')
         # mmpretrain's classifier semantics come with its meaning and with
         # its spelling img_size
+        pad_small_map = ours['pad_small_map']
         if pad_small_map is None:
             pad_small_map = img_size is None and self.convention == 'mmdet'
         pretrain_hw = _image_size('pretrain_img_size' if img_size is None
@@ -369,7 +379,7 @@ class SwinTransformer(HierarchicalBackbone):
                             num_stages, pairs=True)
         self.use_abs_pos_embed = use_abs_pos_embed
         self.pad_small_map = pad_small_map
-        self.interpolate_mode = interpolate_mode
+        self.interpolate_mode = ours['interpolate_mode']
         self.pretrain_grid = tuple(s // patch_size for s in pretrain_hw)
 
         self.patch_embed = PatchEmbed(in_channels, embed_dims, patch_size,
@@ -403,7 +413,7 @@ class SwinTransformer(HierarchicalBackbone):
         ]
         self.build_skeleton('SwinTransformer', stages, num_features,
                             out_indices, frozen_stages, norm_eval, norm_cfg,
-                            out_after_downsample)
+                            ours['out_after_downsample'])
         # the HTC++ backbone's extra block: global attention, no position
         self.global_block = SwinBlock(
             embed_dims=num_features[-1],

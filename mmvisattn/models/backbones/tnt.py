@@ -40,6 +40,7 @@ from mmvisattn.registry import MODELS
 from .base import (
     BackboneBase,
     another_name_for,
+    check_keywords,
     read_peer_keywords,
     resolve_arch,
     resolve_convention,
@@ -179,9 +180,10 @@ class TNT(BackboneBase):
         out_type (str): ``'pyramid'`` (4 maps, strides 4/8/16/32),
             ``'cls_token'`` (classification: ``(B, outer)``) or
             ``'avg_featmap'`` (mean of the sentence tokens).
-        pyramid (str): ``'simple'`` -- every level resampled from the last
-            block (ViTDet's simple feature pyramid); ``'depths'`` -- level i
-            from block ``pyramid_blocks[i]`` (default 3rd, 6th, 9th, 12th).
+        pyramid (str | sequence): ``'simple'`` -- every level resampled
+            from the last block (ViTDet's simple feature pyramid);
+            ``'depths'`` -- level i from the 3rd, 6th, 9th, 12th block; or
+            four block indices, level i from block ``pyramid[i]``.
         out_indices (sequence): which pyramid levels to return.
         out_channels (sequence): channels per level; default outer/4,
             outer/2, outer, outer.
@@ -189,14 +191,16 @@ class TNT(BackboneBase):
             k blocks.
         with_cp (bool): gradient checkpointing per block.
         act_cfg (dict): the MLPs' activation.
-        ffn_ratio, first_stride, num_fcs: mmpretrain's names of
-            ``mlp_ratio`` and ``inner_stride``, and its MLP depth (2 only).
+        **peer_keywords: mmpretrain's ``ffn_ratio`` and ``first_stride``
+            (its names of ``mlp_ratio`` and ``inner_stride``) and ``num_fcs``
+            (its MLP depth, 2 only): ``TNT_PEER_KEYWORDS``; any other
+            keyword is a ``TypeError`` naming them.
         convention (str): ``'mmdet'`` (this project's defaults: ``arch``
             ``'small'``, ``drop_path_rate`` 0.1, the official layout
             ``legacy=False``, ``out_type='pyramid'``) or ``'mmpretrain'``
             (mmpretrain's TNT: ``'b'``, 0, its legacy layout, the class
-            token); by default mmpretrain's for a model built for mmpretrain
-            (:func:`~.base.resolve_convention`). ``arch``,
+            token); by default mmpretrain's while mmpretrain is the default
+            scope (:func:`~.base.resolve_convention`). ``arch``,
             ``drop_path_rate``, ``legacy`` and ``out_type`` given override
             either.
     """
@@ -208,6 +212,8 @@ class TNT(BackboneBase):
                         dict(outer_dims=640, inner_dims=40, outer_heads=10,
                              inner_heads=4, depth=12)),
     }
+    #: the peers' keywords taken besides the signature's
+    peer_keywords = tuple(TNT_PEER_KEYWORDS)
     OUT_TYPES = ('pyramid', 'cls_token', 'avg_featmap')
     PYRAMIDS = ('simple', 'depths')
     # mmpretrain's custom-arch keys, ours
@@ -238,8 +244,7 @@ class TNT(BackboneBase):
                  se: bool = False,
                  with_cls_token: bool = True,
                  out_type: Optional[str] = None,
-                 pyramid: str = 'simple',
-                 pyramid_blocks: Optional[Sequence[int]] = None,
+                 pyramid: Union[str, Sequence[int]] = 'simple',
                  out_indices: Sequence[int] = (0, 1, 2, 3),
                  out_channels: Optional[Sequence[int]] = None,
                  frozen_stages: int = -1,
@@ -247,11 +252,9 @@ class TNT(BackboneBase):
                  with_cp: bool = False,
                  norm_cfg: dict = dict(type='LN'),
                  act_cfg: dict = dict(type='GELU'),
-                 ffn_ratio: Optional[float] = None,
-                 first_stride: Optional[int] = None,
-                 num_fcs: int = 2,
                  convention: Optional[str] = None,
-                 init_cfg: Union[dict, List[dict], None] = None):
+                 init_cfg: Union[dict, List[dict], None] = None,
+                 **peer_keywords):
         super().__init__(init_cfg=init_cfg)
         self.convention = resolve_convention('TNT', convention)
         defaults = self.DEFAULTS[self.convention]
@@ -261,10 +264,10 @@ class TNT(BackboneBase):
         legacy = defaults['legacy'] if legacy is None else legacy
         out_type = defaults['out_type'] if out_type is None else out_type
         # mmpretrain's spellings (and, below, its custom-arch keys)
+        check_keywords('TNT', peer_keywords, self.peer_keywords,
+                       removed=dict(pyramid_blocks='pyramid=(i, j, k, l)'))
         ours = read_peer_keywords(
-            'TNT', TNT_PEER_KEYWORDS,
-            dict(ffn_ratio=ffn_ratio, first_stride=first_stride,
-                 num_fcs=num_fcs),
+            'TNT', TNT_PEER_KEYWORDS, peer_keywords,
             dict(mlp_ratio=mlp_ratio, inner_stride=inner_stride))
         mlp_ratio, inner_stride = ours['mlp_ratio'], ours['inner_stride']
         if self.convention == 'mmpretrain' and act_cfg != dict(type='GELU'):
@@ -282,9 +285,12 @@ class TNT(BackboneBase):
         if out_type not in self.OUT_TYPES:
             raise ValueError(f'out_type must be one of {self.OUT_TYPES}, got '
                              f'{out_type!r}')
+        pyramid_blocks = None
+        if not isinstance(pyramid, str):
+            pyramid, pyramid_blocks = 'depths', tuple(pyramid)
         if pyramid not in self.PYRAMIDS:
-            raise ValueError(f'pyramid must be one of {self.PYRAMIDS}, got '
-                             f'{pyramid!r}')
+            raise ValueError(f'pyramid must be one of {self.PYRAMIDS} or four '
+                             f'block indices, got {pyramid!r}')
         if patch_size % inner_stride:
             raise ValueError(f'patch_size {patch_size} must be a multiple of '
                              f'inner_stride {inner_stride}')
@@ -342,7 +348,7 @@ class TNT(BackboneBase):
                     round(self.depth * k / 4) - 1 for k in (1, 2, 3, 4)))
             if len(blocks) != 4 or not all(0 <= b < self.depth
                                            for b in blocks):
-                raise ValueError(f'pyramid_blocks must be 4 block indices in '
+                raise ValueError(f'pyramid must give 4 block indices in '
                                  f'[0, {self.depth}), got {blocks}')
             self.pyramid_blocks = tuple(blocks)
             self.out_channels = tuple(

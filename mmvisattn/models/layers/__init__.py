@@ -1,4 +1,6 @@
 from .corner_pool import CornerPoolBlock
+from .linear import PackedLinear
+from .mlp import Mlp
 from .patch import PatchEmbed, PatchMerging
 from .position import PixelPositionEncoding
 from .rswatt import (
@@ -38,7 +40,8 @@ from .window_msa import (
 )
 
 __all__ = [
-    'CornerPoolBlock', 'PatchEmbed', 'PatchMerging', 'SwinAttention',
+    'CornerPoolBlock', 'PackedLinear', 'Mlp', 'PatchEmbed', 'PatchMerging',
+    'SwinAttention',
     'WindowAttention', 'SlidingWindowAttention',
     'HaloSlidingWindowAttention', 'PerformerAttention', 'GlobalAttention',
     'build_swin_attention', 'SwinBlock',

@@ -13,8 +13,9 @@ import torch.nn.functional as F
 from mmcv.cnn import build_norm_layer
 from mmengine.model import BaseModule
 
-from mmvisattn.ops import fast_linear, run_packed
 from mmvisattn.ops.symbolic import is_concrete
+
+from .linear import PackedLinear
 
 
 def check_images(x: torch.Tensor, in_channels: int, owner: str) -> None:
@@ -99,7 +100,7 @@ class PatchMerging(BaseModule):
             else self.out_channels
         self.norm = build_norm_layer(norm_cfg, norm_width)[1] \
             if norm_cfg else None
-        self.reduction = nn.Linear(
+        self.reduction = PackedLinear(
             4 * in_channels, self.out_channels, bias=False)
 
     def merge(self, x: torch.Tensor, hw_shape: Tuple[int, int]
@@ -124,4 +125,4 @@ class PatchMerging(BaseModule):
         x, hw_shape = self.merge(x, hw_shape)
         if self.norm is not None:
             x = self.norm(x)
-        return run_packed(self, fast_linear, x, self.reduction), hw_shape
+        return self.reduction(x), hw_shape

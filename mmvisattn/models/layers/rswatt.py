@@ -36,13 +36,12 @@ from mmengine.model.weight_init import trunc_normal_
 
 from mmvisattn.ops import (
     attend,
-    fast_linear,
-    fast_path,
     sliding_relative_index,
 )
 from mmvisattn.registry import MODELS
 
 from .builder import build_part, resolve_part
+from .linear import PackedLinear
 from .mlp import Mlp
 from .rswatt_parts import (
     ScaleFusion,
@@ -131,7 +130,7 @@ class ReconstructedWindowAttention(BaseModule):
             embed_dims=embed_dims, window_size=self.window_size)
         self.fusion = build_part('fusion', fusion, ScaleFusion, owner,
                                  embed_dims=embed_dims, num_scales=scales)
-        self.proj = nn.Linear(self.fusion.out_dims, embed_dims)
+        self.proj = PackedLinear(self.fusion.out_dims, embed_dims)
         self.proj_drop = nn.Dropout(proj_drop)
         self.attn_drop = attn_drop
         self.relative_position_bias_tables = nn.ParameterList(
@@ -187,15 +186,11 @@ class ReconstructedWindowAttention(BaseModule):
         return RSWAttOutput(out, extents, global_out)
 
     def project_qkv(self, x: torch.Tensor) -> torch.Tensor:
-        # a linear qkv takes the packed-weight path inside a fast block
-        # (ops.backend); a convolutional one (MLPReweighting) runs as is
-        if isinstance(self.qkv, nn.Linear):
-            return fast_linear(x, self.qkv)
         return self.qkv(x)
 
     def project(self, fused: torch.Tensor) -> torch.Tensor:
-        return self.proj_drop(fast_linear(
-            F.dropout(fused, self.attn_drop, self.training), self.proj))
+        return self.proj_drop(self.proj(
+            F.dropout(fused, self.attn_drop, self.training)))
 
     def attend_globally(self, tokens: torch.Tensor, k: torch.Tensor,
                         v: torch.Tensor) -> torch.Tensor:
@@ -278,8 +273,7 @@ class RSWAttBlock(BaseModule):
         return x + self.drop_path(self.mlp(self.norm2(x)))
 
     def forward(self, x: torch.Tensor, hw_shape) -> torch.Tensor:
-        with fast_path(self, x) as fast:  # packed linears (ops.backend)
-            if self.with_cp and x.requires_grad and not fast:
-                return cp.checkpoint(self._forward, x, hw_shape,
-                                     use_reentrant=False)
-            return self._forward(x, hw_shape)
+        if self.with_cp and x.requires_grad:
+            return cp.checkpoint(self._forward, x, hw_shape,
+                                 use_reentrant=False)
+        return self._forward(x, hw_shape)

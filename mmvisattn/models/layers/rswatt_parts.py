@@ -36,6 +36,8 @@ from mmvisattn.ops import (
 )
 from mmvisattn.registry import MODELS
 
+from .linear import PackedLinear
+
 # anchor windows as fractions of the largest extents (left, right, top,
 # bottom): full, small square, wide, tall
 DEFAULT_ANCHORS = ((1., 1., 1., 1.), (.4, .4, .4, .4), (1., 1., .3, .3),
@@ -255,7 +257,7 @@ class WindowReconstruction(nn.Module):
     @staticmethod
     def qkv_projection(embed_dims: int, bias: bool) -> nn.Module:
         """The attention's qkv: (B, H, W, C) -> (B, H, W, 3C)."""
-        return nn.Linear(embed_dims, embed_dims * 3, bias=bias)
+        return PackedLinear(embed_dims, embed_dims * 3, bias=bias)
 
     @classmethod
     def check_window_predictor(cls, window_predictor, options: dict):

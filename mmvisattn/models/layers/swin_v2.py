@@ -22,10 +22,8 @@ import torch.nn as nn
 import torch.utils.checkpoint as cp
 
 from mmvisattn.ops import (
-    fast_linear,
     log_spaced_relative_coords,
     relative_position_index,
-    run_packed,
     window_pair,
 )
 from mmvisattn.registry import MODELS
@@ -118,8 +116,8 @@ class CosineWindowAttention(WindowAttention):
         q times the head's clamped scale, so that the softmax kernel's
         q.k (scale 1) is the scaled cosine."""
         # the module call (not F.linear on its weight), so that FLOP
-        # counters and packed inference see the projection
-        qkv = fast_linear(x, self.qkv)
+        # counters, hooks and packed inference see the projection
+        qkv = self.qkv(x)
         if self.q_bias is not None:
             qkv = qkv + torch.cat((self.q_bias, torch.zeros_like(self.q_bias),
                                    self.v_bias))
@@ -178,5 +176,5 @@ class PostNormPatchMerging(PatchMerging):
     def forward(self, x: torch.Tensor, hw_shape: Tuple[int, int]
                 ) -> Tuple[torch.Tensor, Tuple[int, int]]:
         x, hw_shape = self.merge(x, hw_shape)
-        x = run_packed(self, fast_linear, x, self.reduction)
+        x = self.reduction(x)
         return (x if self.norm is None else self.norm(x)), hw_shape

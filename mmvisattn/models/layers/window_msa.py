@@ -63,10 +63,9 @@ from mmengine.model.weight_init import trunc_normal_
 from mmvisattn.ops import (
     SHIFT_MODES,
     attend,
-    fast_linear,
-    fast_part,
-    fast_path,
+    fast_part_allowed,
     orthogonal_random_features,
+    packed_weights_scope,
     padding_key_mask,
     performer_attention,
     relative_position_index,
@@ -85,6 +84,7 @@ from mmvisattn.ops.symbolic import is_concrete, recording, size_tensor
 from mmvisattn.registry import MODELS
 
 from .builder import build_part, registered_kinds
+from .linear import PackedLinear
 from .mlp import Mlp
 
 DEFAULT_ATTENTION = 'WindowAttention'
@@ -165,8 +165,8 @@ class SwinAttention(BaseModule):
         self.relative_position_bias_table = None
         if relative_position:
             self.build_position_bias()
-        self.qkv = nn.Linear(embed_dims, embed_dims * 3, bias=qkv_bias)
-        self.proj = nn.Linear(embed_dims, embed_dims)
+        self.qkv = PackedLinear(embed_dims, embed_dims * 3, bias=qkv_bias)
+        self.proj = PackedLinear(embed_dims, embed_dims)
         self._register_load_state_dict_pre_hook(self._drop_position_index)
         self.proj_drop = nn.Dropout(proj_drop_rate)
 
@@ -264,7 +264,7 @@ class SwinAttention(BaseModule):
     def project_qkv(self, x: torch.Tensor) -> torch.Tensor:
         """(*, L, C) tokens -> (*, L, 3C) queries, keys and values (q, then
         k, then v, heads within each): the one place they are projected."""
-        return fast_linear(x, self.qkv)
+        return self.qkv(x)
 
     def _map_qkv(self, x: torch.Tensor):
         """q, k, v (B, heads, H*W, d) of a (B, H, W, C) map."""
@@ -278,13 +278,6 @@ class SwinAttention(BaseModule):
     def forward(self, x: torch.Tensor, shift_size: int = 0) -> torch.Tensor:
         """x: (B, H, W, C) -> (B, H, W, C)."""
         return self.proj_drop(self.attend(x, shift_size))
-
-    def add_to(self, residual: torch.Tensor, x: torch.Tensor,
-               shift_size: int = 0) -> torch.Tensor:
-        """``residual + forward(x, shift_size)``: what the block's CPU
-        inference path (:func:`mmvisattn.ops.fast_path_allowed`) calls, so
-        that a kind may fuse the residual add (:class:`WindowAttention`)."""
-        return residual + self(x, shift_size)
 
 
 @MODELS.register_module()
@@ -390,9 +383,12 @@ class WindowAttention(SwinAttention):
         gather."""
         B, H, W, C = x.shape
         layout, mask, tokens = self._window_setup(x, shift_size)
-        windows = tokens.index_select(1, layout.gather_index).view(
-            B, layout.num_windows, self.window_tokens, C)
-        out = self.attend_windows(windows, mask, self.window_bias())
+        if fast_part_allowed(self, x, 'window_chunks'):
+            out = self.attend_in_chunks(tokens, layout, mask)
+        else:
+            windows = tokens.index_select(1, layout.gather_index).view(
+                B, layout.num_windows, self.window_tokens, C)
+            out = self.attend_windows(windows, mask, self.window_bias())
         out = out.view(B, -1, C)
         return self.proj_drop(
             out.index_select(1, layout.scatter_index).view(B, H, W, C))
@@ -421,44 +417,32 @@ class WindowAttention(SwinAttention):
         out = window_attention(q, k, v, bias=bias, mask=mask,
                                scale=self.scale, dropout_p=dropout_p,
                                use_content=self.use_content)
-        return fast_linear(out.transpose(2, 3).reshape(B, nW, N, C),
-                           self.proj)
+        return self.proj(out.transpose(2, 3).reshape(B, nW, N, C))
 
-    def add_to(self, residual: torch.Tensor, x: torch.Tensor,
-               shift_size: int = 0) -> torch.Tensor:
-        """``residual + forward(x, shift_size)`` for the block's CPU
-        inference path (eval, no gradient, nothing recording:
-        :func:`mmvisattn.ops.fast_path_allowed`). Windows are attended
-        ``chunk_tokens`` rows at a time, so that a chunk's q/k/v and logits
-        stay in the CPU's cache, and each chunk's output is scatter-added
-        straight into the residual stream: reverse + roll back + crop +
-        residual add in one pass, padded slots landing in a scratch row
-        (docs/benchmarks.md measures what this path pays)."""
-        B, H, W, C = x.shape
-        N = self.window_tokens
-        layout, mask, tokens = self._window_setup(x, shift_size)
-        nW, bias = layout.num_windows, self.window_bias()
+    def attend_in_chunks(self, tokens: torch.Tensor, layout,
+                         mask: Optional[torch.Tensor]) -> torch.Tensor:
+        """:meth:`attend_windows` of every window of ``tokens`` (B, L', C)
+        in ``layout``'s slots, ``chunk_tokens`` rows at a time: the fast
+        path's ``'window_chunks'`` part (eval, nothing recording:
+        :func:`mmvisattn.ops.fast_path_allowed`), so that a chunk's q/k/v
+        and logits stay in the CPU's cache; the linears are packed once for
+        all chunks. Returns (B, windows * N, C) in window-slot order."""
+        B, _, C = tokens.shape
+        N, nW, bias = self.window_tokens, layout.num_windows, \
+            self.window_bias()
         per_chunk = max(1, self.chunk_tokens // N)
-        L = H * W
-        out = torch.cat([residual.reshape(B, L, C),
-                         residual.new_zeros(B, 1, C)], 1)
-        flat = out.view(B * (L + 1), C)
-        # chunks never straddle images, so a chunk's mask rows are mask[s:e]
-        for b in range(B):
-            for s in range(0, nW, per_chunk):
-                e = min(nW, s + per_chunk)
-                slots = slice(s * N, e * N)
-                windows = tokens[b].index_select(
-                    0, layout.gather_index[slots]).view(1, e - s, N, C)
-                attended = self.attend_windows(
-                    windows, None if mask is None else mask[s:e], bias)
-                # under autocast the attention output is half precision
-                # while the residual may be fp32 (CUDA's LayerNorm); add
-                # in the residual's dtype, as `residual + out` promotes
-                flat.index_add_(
-                    0, layout.slot_to_image[slots] + b * (L + 1),
-                    self.proj_drop(attended).view(-1, C).to(flat.dtype))
-        return out[:, :L].view(B, H, W, C)
+        chunks = []
+        with packed_weights_scope():
+            # chunks never straddle images: a chunk's mask rows are mask[s:e]
+            for b in range(B):
+                for s in range(0, nW, per_chunk):
+                    e = min(nW, s + per_chunk)
+                    windows = tokens[b].index_select(
+                        0, layout.gather_index[s * N:e * N]).view(
+                            1, e - s, N, C)
+                    chunks.append(self.attend_windows(
+                        windows, None if mask is None else mask[s:e], bias))
+        return torch.cat(chunks, 1).view(B, nW * N, C)
 
 
 @MODELS.register_module()
@@ -476,8 +460,7 @@ class SlidingWindowAttention(SwinAttention):
         out = self.kernel(q, k, v, self.window_size,
                           bias=self.sliding_bias(x.device), scale=self.scale,
                           use_content=self.use_content)
-        out = out.permute(0, 2, 3, 1, 4).reshape(B, H, W, C)
-        return fast_linear(out, self.proj)
+        return self.proj(out.permute(0, 2, 3, 1, 4).reshape(B, H, W, C))
 
 
 @MODELS.register_module()
@@ -509,7 +492,7 @@ class GlobalAttention(SwinAttention):
 
     def attend(self, x: torch.Tensor, shift_size: int = 0) -> torch.Tensor:
         out = self.global_attention(*self._token_qkv(x))
-        return fast_linear(out.transpose(1, 2).reshape(x.shape), self.proj)
+        return self.proj(out.transpose(1, 2).reshape(x.shape))
 
     def probabilities(self, x: torch.Tensor) -> torch.Tensor:
         """(B, heads, N, N) attention probabilities of ``forward(x)``, for
@@ -551,16 +534,19 @@ class PerformerAttention(GlobalAttention):
 
 
 class SwinBlock(BaseModule):
-    """Pre-norm Swin block: (S)W-MSA + MLP, each with a residual.
+    """Pre-norm Swin block (Swin paper, eq. 3): (S)W-MSA and an MLP, each on
+    the LayerNorm of its input and added back through DropPath.
 
     With ``shift_size > 0`` and cyclic shifting the map is rolled by
     ``-shift_size`` before partitioning and a batched mask keeps
-    wrapped-around tokens apart (Swin paper, sec. 3.2, fig. 4). Maps are
-    zero-padded at the bottom/right to window multiples, as in the official
-    detection code, so any size works, including maps smaller than a window.
+    wrapped-around tokens apart (sec. 3.2, fig. 4). Maps are zero-padded at
+    the bottom/right to window multiples, as in the official detection
+    code, so any size works, including maps smaller than a window.
     ``attn_cfg`` selects the attention kind and its options
     (``dict(type='WindowAttention', shift_mode=...)``; see the module doc);
-    without a ``type``, the block's ``default_attention``.
+    without a ``type``, the block's ``default_attention``. What makes CPU
+    inference fast lives in the parts (:mod:`mmvisattn.ops.backend`), not
+    here.
     """
 
     default_attention = DEFAULT_ATTENTION
@@ -598,15 +584,11 @@ class SwinBlock(BaseModule):
                                          qkv_bias, qk_scale, attn_drop_rate,
                                          drop_rate, attn_cfg,
                                          self.default_attention)
-        self.chunk_tokens = self.attn.chunk_tokens
         self.drop_path = build_dropout(
             dict(type='DropPath', drop_prob=drop_path_rate))
         self.norm2 = build_norm_layer(norm_cfg, embed_dims)[1]
         self.mlp = Mlp(embed_dims, int(embed_dims * mlp_ratio), act_cfg,
-                       drop_rate)
-        act = self.mlp.act
-        self._exact_gelu = isinstance(act, nn.GELU) and \
-            act.approximate == 'none'
+                       drop_rate, chunk_rows=self.attn.chunk_tokens)
         self._register_load_state_dict_pre_hook(self._drop_attn_mask)
 
     @staticmethod
@@ -615,50 +597,17 @@ class SwinBlock(BaseModule):
         derived from the window layout and rebuilt here, never loaded."""
         state_dict.pop(prefix + 'attn_mask', None)
 
-    def _mlp_hidden(self, x: torch.Tensor) -> torch.Tensor:
-        """MLP(LN(x)) without the residual; GELU fused into fc1 when the
-        packed inference path applies."""
-        mlp = self.mlp
-        fc1, act, drop1, fc2, drop2 = (mlp.fc1, mlp.act, mlp.drop1, mlp.fc2,
-                                       mlp.drop2)
-        if self._exact_gelu:
-            hidden = fast_linear(self.norm2(x), fc1, gelu=True)
-        else:
-            hidden = act(fast_linear(self.norm2(x), fc1))
-        return drop2(fast_linear(drop1(hidden), fc2))
-
-    def _mlp(self, x: torch.Tensor, chunks: bool) -> torch.Tensor:
-        """x + DropPath(MLP(LN(x))); with ``chunks`` (the fast path's
-        ``'mlp_chunks'``: DropPath is the identity there) in row chunks,
-        each chunk's 4C-wide hidden state kept in cache and its output
-        written in place."""
-        B, L, C = x.shape
-        rows = max(1, self.chunk_tokens // B)
-        if not chunks or L <= rows:
-            return x + self.drop_path(self._mlp_hidden(x))
-        out = torch.empty_like(x)
-        for src, dst in zip(x.split(rows, 1), out.split(rows, 1)):
-            torch.add(src, self._mlp_hidden(src), out=dst)
-        return out
-
     def forward(self, x: torch.Tensor, hw_shape: Tuple[int, int]
                 ) -> torch.Tensor:
+        """x: (B, H*W, C) tokens of an (H, W) map."""
+        if self.with_cp and x.requires_grad:
+            return cp.checkpoint(self.residual_branches, x, hw_shape,
+                                 use_reentrant=False)
+        return self.residual_branches(x, hw_shape)
+
+    def residual_branches(self, x: torch.Tensor,
+                          hw_shape: Tuple[int, int]) -> torch.Tensor:
         B, L, C = x.shape
-
-        def inner(x, fast):
-            normed = self.norm1(x).view(B, *hw_shape, C)
-            if fast and fast_part('window_chunks'):
-                # DropPath is the identity: the residual add fused
-                x = self.attn.add_to(x.view(B, *hw_shape, C), normed,
-                                     self.shift_size).view(B, L, C)
-            else:
-                attn = self.attn(normed, self.shift_size)
-                x = x + self.drop_path(attn.view(B, L, C))
-            return self._mlp(x, fast and fast_part('mlp_chunks'))
-
-        # the one decision, for the whole block (ops.backend); this block's
-        # linears are packed once for all its chunks, and only while it runs
-        with fast_path(self, x) as fast:
-            if self.with_cp and x.requires_grad and not fast:
-                return cp.checkpoint(inner, x, False, use_reentrant=False)
-            return inner(x, fast)
+        attn = self.attn(self.norm1(x).view(B, *hw_shape, C), self.shift_size)
+        x = x + self.drop_path(attn.view(B, L, C))
+        return x + self.drop_path(self.mlp(self.norm2(x)))

@@ -10,7 +10,6 @@ import torch.nn as nn
 from mmengine.model import BaseModule, ModuleList
 
 from mmvisattn.models.layers import build_rswatt_attention
-from mmvisattn.ops import fast_path
 from mmvisattn.registry import MODELS
 
 
@@ -47,10 +46,7 @@ class RSWAttResidual(BaseModule):
         self.attn.init_weights()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        # CPU inference: the attention's linears packed for this call only
-        # (ops.backend decides, as for every block)
-        with fast_path(self, x):
-            y = self.attn(self.norm(x.permute(0, 2, 3, 1))).out
+        y = self.attn(self.norm(x.permute(0, 2, 3, 1))).out
         return x + (y * self.gamma).permute(0, 3, 1, 2)
 
 

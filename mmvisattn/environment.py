@@ -1,25 +1,39 @@
-"""Every change ``mmvisattn`` makes to other libraries, in one place.
+"""What mmvisattn's tools need from other libraries, each inside a scope.
 
-At import (``import mmvisattn`` runs :func:`setup_env` once; each step is
-idempotent):
+Importing ``mmvisattn`` changes nothing in any other library
+(``tests/test_import_identity.py`` records torch's safe-load allow-list,
+mmengine's ``MODULE2PACKAGE`` and the identity of every function and class
+of mmengine, mmcv, mmdet, mmseg and mmpretrain before and after). What a
+tool needs it enters explicitly, for as long as it runs, and a user's own
+script does the same with one public call, :func:`runtime`::
 
-1. ``torch.serialization.add_safe_globals`` (:func:`register_safe_globals`):
-   torch>=2.6 loads with ``weights_only=True``, and mmengine 0.10.x
-   checkpoints pickle numpy scalars/arrays and ``HistoryBuffer``; without
-   the allow-list ``resume``, ``load_from`` and ``init_cfg=Pretrained`` fail
-   with "Unsupported global". Only those types are allowed (and a
-   ``getattr`` restricted to ``HistoryBuffer``'s methods), so the safe
-   loader stays on.
-2. mmengine's ``pkg::`` config lookup (:func:`register_config_package`):
-   ``MODULE2PACKAGE['mmvisattn']`` is added so ``mmvisattn::`` configs
-   resolve, and ``mmengine.config.config.get_installed_path`` /
-   ``is_installed`` (the names mmengine's ``Config`` calls; not
-   ``mmengine.utils``'s) are wrapped to answer through importlib (the
-   folder of the imported module) for ``mmvisattn`` alone, whose editable
-   install mmengine's rule cannot find; every other package gets
-   mmengine's own function, unchanged.
+    import mmvisattn
+    with mmvisattn.runtime():
+        cfg = Config.fromfile('my_config.py')   # _base_ = 'mmvisattn::...'
+        Runner.from_cfg(cfg).train()           # resume, load_from, Pretrained
 
-Not at import: only inside the scope that needs it.
+Inside :func:`runtime`:
+
+1. :func:`safe_checkpoint_loading`: torch>=2.6 loads with
+   ``weights_only=True``, and mmengine 0.10.x checkpoints pickle numpy
+   scalars/arrays and ``HistoryBuffer``; without these on the allow-list
+   ``resume``, ``load_from`` and ``init_cfg=Pretrained`` fail with
+   "Unsupported global". Only those types are allowed (and a ``getattr``
+   restricted to ``HistoryBuffer``'s methods), so the safe loader stays on;
+   torch's own ``safe_globals`` context puts its list back at the end.
+2. :func:`config_package`: mmengine resolves ``pkg::`` configs only for the
+   packages in its ``MODULE2PACKAGE`` table; ``'mmvisattn'`` is in it
+   inside the scope and removed after. mmengine's own lookup then finds the
+   package folder (``mmvisattn/.mim/configs``) of a regular install through
+   the installed distribution, as it finds mmdet's. An editable install
+   (``pip install -e .``, ``tools/install.sh``'s) keeps the code in the
+   checkout and only a record in site-packages, where mmengine looks for a
+   ``site-packages/mmvisattn`` folder that does not exist; for that case
+   alone, and inside the scope alone, ``mmengine.config.config``'s
+   ``get_installed_path`` answers this package's folder for ``mmvisattn``
+   and is mmengine's own for every other package.
+
+Entered by the scope that needs it, never by ``runtime``:
 
 3. mmcv's compiled ops under a bf16 autocast
    (:func:`mmcv_ops_fp32_under_bf16`, a context): mmcv's kernels (NMS,
@@ -42,15 +56,13 @@ Not at import: only inside the scope that needs it.
 
 instaboostfast's fix is not here: it is applied when an
 ``mmvisattn.InstaBoost`` is built (``mmvisattn/datasets/transforms.py``).
-
-Nothing else: registries are children of mmengine's (``mmvisattn/registry.py``)
-and add no entries to other libraries' registries; training hooks are named
-in the configs or added visibly by ``tools/train.py``.
+Registries are children of mmengine's (``mmvisattn/registry.py``) and add
+no entries to other libraries' registries; training hooks are named in the
+configs or added visibly by ``tools/train.py``.
 """
 import contextlib
 import functools
-import importlib.metadata
-import importlib.util
+import os
 import pickle
 import threading
 import weakref
@@ -88,110 +100,92 @@ def _history_buffer_getattr(obj, name):
         f'weights_only load: getattr({obj!r}, {name!r}) is not allowed')
 
 
-def register_safe_globals():
-    """Let ``torch.load(weights_only=True)`` read full mmengine checkpoints.
-
-    torch>=2.6 loads with ``weights_only=True`` by default. mmengine (0.10.x)
-    does not pass ``weights_only`` and its checkpoints pickle numpy scalars and
-    arrays (in ``meta`` and the message hub) and ``HistoryBuffer`` objects, so
-    ``resume``, ``load_from`` and ``init_cfg=dict(type='Pretrained')`` failed
-    with ``Unsupported global``. Allow-listing exactly these types (and a
-    getattr restricted to ``HistoryBuffer``'s methods) keeps the safe loader
-    on, instead of switching it off for every file.
-    """
-    add = getattr(torch.serialization, 'add_safe_globals', None)
-    if add is None:  # torch<2.4: full unpickling is the default anyway
-        return
+def checkpoint_globals() -> list:
+    """What mmengine checkpoints pickle beyond tensors, for torch's
+    weights-only loader: ``HistoryBuffer``, numpy's arrays, scalars and
+    dtypes, and a ``getattr`` limited to ``HistoryBuffer``'s methods."""
     from mmengine.logging import HistoryBuffer
-    add([HistoryBuffer, *_numpy_pickle_globals(),
-         (_history_buffer_getattr, 'builtins.getattr')])
+    return [HistoryBuffer, *_numpy_pickle_globals(),
+            (_history_buffer_getattr, 'builtins.getattr')]
 
 
-def _top_level_module(package: str) -> str:
+@contextmanager
+def safe_checkpoint_loading():
+    """Inside: ``torch.load(weights_only=True)`` (torch>=2.6's default)
+    reads full mmengine checkpoints (item 1 of this module's doc). The
+    allow-list is put back exactly as it was at the end (what the user
+    allowed before stays allowed)."""
+    serialization = torch.serialization
+    before = serialization.get_safe_globals()
+    serialization.add_safe_globals(checkpoint_globals())
     try:
-        dist = importlib.metadata.distribution(package)
-    except importlib.metadata.PackageNotFoundError:
-        return package
-    names = (dist.read_text('top_level.txt') or '').split()
-    return names[0] if names else package
+        yield
+    finally:
+        serialization.clear_safe_globals()
+        serialization.add_safe_globals(before)
 
 
-def _package_folder(package: str) -> str:
-    """Folder of an importable package, through importlib (no
-    ``pkg_resources``); a distribution name (``mmsegmentation``) maps to its
-    top-level module (``mmseg``) as in mmengine."""
-    for module in dict.fromkeys((package, _top_level_module(package))):
-        try:
-            spec = importlib.util.find_spec(module)
-        except (ImportError, ValueError):
-            spec = None
-        if spec is not None and spec.submodule_search_locations:
-            return list(spec.submodule_search_locations)[0]
-    raise ModuleNotFoundError(f'{package} is not installed')
+def _package_folder() -> str:
+    """This package's folder, the one ``import mmvisattn`` found."""
+    return os.path.dirname(os.path.abspath(__file__))
 
 
-def _is_installed(package: str) -> bool:
+@contextmanager
+def config_package():
+    """Inside: ``_base_ = 'mmvisattn::<dir>/<config>.py'`` resolves
+    (item 2 of this module's doc). Re-entrant: each change is undone by the
+    scope that made it."""
+    import mmengine.config.config as mmengine_config
+    from mmengine.config.utils import MODULE2PACKAGE
+    added = 'mmvisattn' not in MODULE2PACKAGE
+    if added:
+        MODULE2PACKAGE['mmvisattn'] = 'mmvisattn'
+    mmengine_lookup = mmengine_config.get_installed_path
+    lookup = _editable_lookup(mmengine_lookup)
+    if lookup is not None:
+        mmengine_config.get_installed_path = lookup
     try:
-        _package_folder(package)
-    except ModuleNotFoundError:
-        return False
-    return True
+        yield
+    finally:
+        if lookup is not None:
+            mmengine_config.get_installed_path = mmengine_lookup
+        if added:
+            MODULE2PACKAGE.pop('mmvisattn', None)
 
 
-def uses_importlib_lookup(package: str) -> bool:
-    """Whether mmengine's config lookup of ``package`` goes through
-    :func:`_package_folder` (importlib): for ``mmvisattn`` only."""
-    return package == 'mmvisattn'
-
-
-def _scoped_lookup(ours, mmengine_lookup):
-    """``ours`` for ``mmvisattn``, ``mmengine_lookup`` (unchanged, called
-    as it is) for every other package."""
+def _editable_lookup(mmengine_lookup):
+    """None where mmengine's own lookup finds this package's folder (a
+    regular install, a checkout on ``PYTHONPATH``); for an editable install
+    (PEP 660: the distribution's record in site-packages, the code in the
+    checkout, where mmengine's ``<location>/mmvisattn`` does not exist) a
+    lookup that answers this folder for ``mmvisattn`` and calls mmengine's
+    own for every other package."""
+    try:
+        found = mmengine_lookup('mmvisattn')
+    except Exception:  # noqa: BLE001 - mmengine's errors differ by version
+        found = None
+    if found is not None and os.path.isdir(found):
+        return None
 
     @functools.wraps(mmengine_lookup)
     def lookup(package):
-        if uses_importlib_lookup(package):
-            return ours(package)
+        if package == 'mmvisattn':
+            return _package_folder()
         return mmengine_lookup(package)
 
-    lookup.mmengine_lookup = mmengine_lookup
     return lookup
 
 
-def register_config_package():
-    """Make ``_base_ = 'mmvisattn::<dir>/<config>.py'`` resolvable.
-
-    Why the two lookups are wrapped, and only for ``mmvisattn``: mmengine
-    resolves ``pkg::`` only for packages listed in its ``MODULE2PACKAGE``
-    table, and finds the package folder through ``pkg_resources`` as
-    ``<distribution location>/<name>``. For a PEP 660 editable install
-    (``pip install -e .``, this project's own way) that is
-    ``site-packages/mmvisattn``, which does not exist (the code stays in
-    the checkout), and mmengine has no hook to say otherwise. So
-    ``mmengine.config.config``'s ``get_installed_path`` and
-    ``is_installed`` (the names its ``Config`` calls) become
-    :func:`_scoped_lookup` wrappers that answer through importlib (the
-    folder of the imported module) for ``mmvisattn`` and call mmengine's
-    own function, unchanged, for every other package (idempotent). The
-    configs live in ``mmvisattn/.mim/configs``.
-    """
-    import mmengine.config.config as mmengine_config
-    from mmengine.config.utils import MODULE2PACKAGE
-    MODULE2PACKAGE.setdefault('mmvisattn', 'mmvisattn')
-    for name, ours in (('get_installed_path', _package_folder),
-                       ('is_installed', _is_installed)):
-        current = getattr(mmengine_config, name)
-        if not hasattr(current, 'mmengine_lookup'):
-            setattr(mmengine_config, name, _scoped_lookup(ours, current))
+@contextmanager
+def runtime():
+    """What mmvisattn's tools run inside, for a user's own script too:
+    :func:`safe_checkpoint_loading` and :func:`config_package` (this
+    module's doc). Nothing stays changed after it."""
+    with safe_checkpoint_loading(), config_package():
+        yield
 
 
-def setup_env():
-    """The import-time changes listed in this module's docstring."""
-    register_safe_globals()
-    register_config_package()
-
-
-# 4. mmcv's compiled ops under a bf16 autocast
+# 3. mmcv's compiled ops under a bf16 autocast
 
 
 class _Fallback:
