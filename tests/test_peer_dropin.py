@@ -7,6 +7,7 @@ initialisation statistics per parameter group, loading the checkpoints the
 peer's own model wrote, and the errors for what the peer refuses."""
 import copy
 import inspect
+import logging
 import re
 from typing import Callable, NamedTuple
 
@@ -552,3 +553,72 @@ def test_our_imagenet_configs_build_what_they_built(path):
     for name in ('out_indices', 'pad_small_map', 'legacy', 'out_type',
                  'frozen_stages'):
         assert getattr(built, name, None) == getattr(before, name, None)
+
+
+def test_convert_weights_false_loads_an_mmdet_file_as_mmdet_does(tmp_path):
+    """mmdet's ``convert_weights=False`` (GLIP's and Grounding DINO's
+    configs: the file is a detector in mmdet's layout already): mmdet's
+    class and ours, given the same file through ``init_cfg``, hold the
+    file's weights and compute the same features."""
+    peer = PEERS[0]
+    small = dict(peer.small, use_abs_pos_embed=False)  # as GLIP's configs
+    source = randomise(_peer_class(peer)(**small))
+    path = str(tmp_path / 'mmdet_detector.pth')
+    torch.save(dict(state_dict={f'backbone.{k}': v for k, v in
+                                source.state_dict().items()}), path)
+    # a ConfigDict, as a config gives it (mmdet reads init_cfg.checkpoint)
+    init_cfg = ConfigDict(type='Pretrained', checkpoint=path)
+    theirs = build_peer(peer, use_abs_pos_embed=False, convert_weights=False,
+                        init_cfg=init_cfg)
+    theirs.init_weights()
+    ours = build_ours(peer, use_abs_pos_embed=False, convert_weights=False,
+                      init_cfg=init_cfg)
+    ours.init_weights()
+    assert ours.convert_weights is False
+    for key, value in source.state_dict().items():
+        torch.testing.assert_close(theirs.state_dict()[key], value)
+    x = _input(peer)
+    with torch.no_grad():
+        _assert_same_outputs(_eval(theirs)(x), _eval(ours)(x), atol=1e-5)
+
+
+class _Collect(logging.Handler):
+    """The messages a logger emits, kept."""
+
+    def __init__(self):
+        super().__init__()
+        self.messages = []
+
+    def emit(self, record):
+        self.messages.append(record.getMessage())
+
+
+def test_convert_weights_false_converts_another_layout_and_says_so(
+        tmp_path):
+    """A file that is not in mmdet's layout (timm's) under
+    ``convert_weights=False`` is converted from its keys all the same, and
+    the log names the layout."""
+    from mmengine.logging import MMLogger
+    timm = pytest.importorskip('timm')
+    source = timm.create_model(
+        'swin_tiny_patch4_window7_224', pretrained=False, num_classes=0,
+        embed_dim=32, depths=(1, 1, 1, 1), num_heads=(1, 2, 4, 8),
+        window_size=4, img_size=64)
+    path = str(tmp_path / 'timm.pth')
+    torch.save(randomise(source).state_dict(), path)
+    handler = _Collect()
+    logger = MMLogger.get_current_instance()
+    logger.addHandler(handler)
+    try:
+        ours = SwinTransformer(embed_dims=32, depths=(1, 1, 1, 1),
+                               num_heads=(1, 2, 4, 8), window_size=4,
+                               convert_weights=False,
+                               init_cfg=dict(type='Pretrained',
+                                             checkpoint=path))
+        ours.init_weights()
+    finally:
+        logger.removeHandler(handler)
+    assert any("convert_weights=False" in m and "'timm'" in m
+               for m in handler.messages), handler.messages
+    torch.testing.assert_close(ours.patch_embed.proj.weight,
+                               source.patch_embed.proj.weight)

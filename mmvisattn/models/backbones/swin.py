@@ -174,14 +174,11 @@ def _strides(owner: str, name: str, strides, ours: dict) -> None:
 
 def _convert_weights(owner: str, name: str, convert, ours: dict) -> None:
     """mmdet's ``convert_weights``: True converts the official layout on
-    load, which happens here for every known layout (detected from the
-    keys); False (load without converting) cannot be honoured."""
-    if convert is False:
-        raise ValueError(
-            f'{owner}: convert_weights=False (mmdet: load the checkpoint '
-            "without converting it) is not supported: the checkpoint's "
-            'layout is read from its keys and converted as needed; leave '
-            'convert_weights out or set it to True')
+    load; False says the file is already in mmdet's layout (GLIP's and
+    Grounding DINO's configs). Here the layout is read from the keys on
+    every load, so both load what they load in mmdet; with False a file in
+    another layout is converted all the same, and the log says so."""
+    ours['convert_weights'] = bool(convert)
 
 
 #: mmdet's and mmseg's explicit sizes, over ``arch`` (read first: the
@@ -343,6 +340,7 @@ class SwinTransformer(HierarchicalBackbone):
             dict(init_cfg=init_cfg, pretrain_img_size=pretrain_img_size,
                  window_size=window_size, patch_size=patch_size,
                  num_stages=num_stages, pad_small_map=None,
+                 convert_weights=True,
                  out_after_downsample=False, interpolate_mode='bicubic'))
         super().__init__(init_cfg=ours['init_cfg'])
         self.convention = resolve_convention(owner, convention)
@@ -358,8 +356,9 @@ class SwinTransformer(HierarchicalBackbone):
         if out_indices is None:  # every stage (mmdet), the last (mmpretrain)
             out_indices = range(num_stages) if self.convention == 'mmdet' \
                 else (num_stages - 1, )
-        # every known layout is converted on load (mmdet's True)
-        self.convert_weights = True
+        # every known layout is converted on load, whatever this says
+        # (_convert_weights); False only makes a conversion worth a log line
+        self.convert_weights = ours['convert_weights']
 
         attn_cfg = dict(attn_cfg or {})
         attn_cfg.setdefault('type', self.block.default_attention)
@@ -440,8 +439,10 @@ class SwinTransformer(HierarchicalBackbone):
         layout is ours and passes as it is."""
         keys = [k for k in state_dict if k.startswith(prefix)]
         sub = {k[len(prefix):]: state_dict[k] for k in keys}
-        if foreign_swin_layout(sub) is None:
+        layout = foreign_swin_layout(sub)
+        if layout is None:
             return
+        self._log_conversion(layout)
         for key in keys:
             del state_dict[key]
         for key, value in swin_any_to_mmvisattn(sub,
@@ -503,7 +504,19 @@ class SwinTransformer(HierarchicalBackbone):
     def convert_checkpoint(self, state: dict) -> dict:
         # relative position tables of another window are resized by the
         # attention's own load pre-hook
+        layout = foreign_swin_layout(state)
+        if layout is not None:
+            self._log_conversion(layout)
         return swin_any_to_mmvisattn(state, len(self.depths))
+
+    def _log_conversion(self, layout: str) -> None:
+        """mmdet's ``convert_weights=False`` promised mmdet's layout; a file
+        in another one is converted all the same, and said so."""
+        if not self.convert_weights and layout != 'openmmlab':
+            MMLogger.get_current_instance().info(
+                f'{type(self).__name__}: convert_weights=False, but the '
+                f'checkpoint is in the {layout!r} layout, not mmdet\'s: '
+                'converted from its keys')
 
     def new_in_pretrained(self, key: str) -> bool:
         # Output norms other than the classifier's final one, and the extra
