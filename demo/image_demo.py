@@ -20,7 +20,7 @@ import mmcv
 import torch
 from mmengine.config import Config
 
-import mmvisattn  # noqa: F401  (registry, safe loading of our checkpoints)
+import mmvisattn  # registers the models; runtime() below
 from mmvisattn.checkpoint import (
     CheckpointError,
     read_checkpoint,
@@ -116,6 +116,9 @@ def run(args):
     return result
 
 
+# every run in the scope the tools need: mmengine checkpoints under torch's
+# safe loader, `mmvisattn::` configs (mmvisattn/environment.py)
+@mmvisattn.runtime()
 def main(argv=None):
     args = parse_args(argv)
     try:

@@ -11,7 +11,7 @@ import os.path as osp
 import re
 import zipfile
 from collections import OrderedDict
-from typing import Callable, Dict, Iterable, List, Optional, Tuple
+from typing import Callable, Iterable, List, Optional, Tuple
 
 import torch
 import torch.nn as nn
@@ -176,15 +176,16 @@ def release_classifier_state_dict(checkpoint: dict, model: nn.Module
     classifier as ``head.weight`` / ``head.bias`` (Hugging Face's
     ``Swin(v2)ForImageClassification``: ``swin(v2).*`` and
     ``classifier``); mmengine would match none of an ``ImageClassifier``'s
-    keys and load nothing. Here the backbone part
-    goes through the backbone's own ``convert_checkpoint`` (the conversion
-    its ``init_cfg`` uses) under ``backbone.``, and the head onto
-    mmpretrain's ``head.fc``. A file that already has ``backbone.`` keys
-    (ours, mmpretrain's) is a whole model and is left to the load pre-hooks.
+    keys and load nothing. Here the backbone part goes under ``backbone.``
+    as it is (the backbone's load pre-hook reads and converts its layout,
+    as for every load), and the head onto mmpretrain's ``head.fc``. A file
+    that already has ``backbone.`` keys (ours, mmpretrain's) is a whole
+    model and is left to the load pre-hooks.
     """
+    from mmvisattn.models.backbones.base import BackboneBase
     backbone = getattr(model, 'backbone', None)
     fc = getattr(getattr(model, 'head', None), 'fc', None)
-    if not (hasattr(backbone, 'convert_checkpoint')
+    if not (isinstance(backbone, BackboneBase)
             and isinstance(fc, nn.Linear) and isinstance(checkpoint, dict)):
         return None
     state = extract_state_dict(checkpoint, prefix=None)
@@ -199,8 +200,7 @@ def release_classifier_state_dict(checkpoint: dict, model: nn.Module
             head[key] = state.pop(key)
         elif key in ('classifier.weight', 'classifier.bias'):  # transformers
             head['head.fc.' + key[len('classifier.'):]] = state.pop(key)
-    whole = OrderedDict(('backbone.' + k, v)
-                        for k, v in backbone.convert_checkpoint(state).items())
+    whole = OrderedDict(('backbone.' + k, v) for k, v in state.items())
     whole.update(head)
     return whole
 
@@ -276,14 +276,14 @@ def grouped_keys(keys: Iterable[str], limit: int = 8) -> str:
 
 def load_pretrained(model: nn.Module,
                     checkpoint: str,
-                    convert: Optional[Callable[[Dict], Dict]] = None,
                     allowed_missing: Callable[[str], bool] = lambda k: False,
                     allowed_unexpected: Callable[[str], bool] = lambda k: False,
                     logger: Optional[MMLogger] = None) -> None:
     """Load ``checkpoint`` into ``model``; refuse a checkpoint that does not fit.
 
-    ``convert`` maps the extracted state dict to the model's layout (it may
-    resize tensors that legitimately differ, e.g. position tables). Any shape
+    The file is read and its backbone's weights extracted; the model's own
+    ``load_state_dict`` pre-hooks read the layout, convert it and resize
+    tensors that legitimately differ (position tables). Any shape
     mismatch, any missing key not ``allowed_missing`` and any unexpected key
     not ``allowed_unexpected`` raises a ``ValueError`` naming the file, the
     keys and the shapes, since a partially loaded backbone would silently
@@ -292,8 +292,6 @@ def load_pretrained(model: nn.Module,
     logger = logger or MMLogger.get_current_instance()
     raw = read_weights(checkpoint, logger)
     state = extract_state_dict(raw)
-    if convert is not None:
-        state = convert(state)
     name = model.__class__.__name__
     problems, kept = load_and_compare(model, state, allowed_missing,
                                       allowed_unexpected)

@@ -391,12 +391,12 @@ def _compare(name, device, dtype):
     run = fn
     if cast == torch.bfloat16:
         # as bf16 training runs them: mmcv has no bf16 kernels
-        setup_env = pytest.importorskip(
+        environment = pytest.importorskip(
             'mmvisattn.environment',
             reason='bf16: mmcv\'s ops run inside mmvisattn\'s fp32 scope')
 
         def run(*args):
-            with setup_env.mmcv_ops_fp32_under_bf16():
+            with environment.mmcv_ops_fp32_under_bf16():
                 return fn(*args)
     got = _run(run, inputs, device, cast)
     assert len(got) == len(want), (len(got), len(want))

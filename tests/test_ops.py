@@ -222,7 +222,7 @@ def test_linear_packs_only_where_packing_pays(monkeypatch, amp):
     the result is the linear's (autocast's under bf16)."""
     from mmvisattn.ops import linear, packable_linear, packed_weights_scope
 
-    def fast_linear(x, lin):
+    def packed(x, lin):
         return packable_linear(x, lin.weight, lin.bias, pack=True)
     if not linear._ONEDNN or (amp and not linear._ONEDNN_BF16):
         pytest.skip('no oneDNN linear for this dtype in this torch/CPU')
@@ -239,16 +239,16 @@ def test_linear_packs_only_where_packing_pays(monkeypatch, amp):
                                          enabled=amp):
         short, full = torch.randn(least - 1, 64), torch.randn(least, 64)
         with packed_weights_scope():
-            out_short = fast_linear(short, lin)
+            out_short = packed(short, lin)
             assert packs == []  # too few rows to pay for a packing
-            out_full = fast_linear(full, lin)
+            out_full = packed(full, lin)
             assert packs == [dtype]
-            again = fast_linear(short, lin)  # reuses the packed copy
+            again = packed(short, lin)  # reuses the packed copy
             assert packs == [dtype]
         assert out_full.dtype == again.dtype == dtype
         for out, x in ((out_short, short), (out_full, full), (again, short)):
             torch.testing.assert_close(out.float(), lin(x).float(), **tol)
-        assert fast_linear(full, lin).dtype == dtype and len(packs) == 2
+        assert packed(full, lin).dtype == dtype and len(packs) == 2
         assert linear._LOCAL.packed is None  # the call's copy is dropped
 
 

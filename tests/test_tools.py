@@ -11,7 +11,7 @@ import torch
 
 # the safe-load allow-list: this module torch.loads the checkpoints the
 # tools write (the one thing importing mmvisattn registers)
-import mmvisattn  # noqa: F401
+import mmvisattn
 from helpers import REPO, generate_shapes, load_tool, shared_dataset
 from helpers.det_config import DEMO_CONFIG, small_det_config
 
@@ -75,10 +75,13 @@ def test_train_save_resume_test(shapes, small_cascade, tmp_path):
     assert osp.isfile(ckpt), out[-3000:]
 
     # The checkpoint holds numpy objects and HistoryBuffers that torch>=2.6's
-    # weights_only loader rejects unless mmvisattn allow-lists them.
-    probe = ('import sys, torch\n'
-             'if len(sys.argv) > 2: import mmvisattn\n'
-             'torch.load(sys.argv[1])\n')
+    # weights_only loader rejects, importing mmvisattn or not, and reads
+    # inside mmvisattn.runtime() (the scope every tool runs in).
+    probe = ('import sys, torch, mmvisattn, contextlib\n'
+             'scope = mmvisattn.runtime() if len(sys.argv) > 2 else '
+             'contextlib.nullcontext()\n'
+             'with scope:\n'
+             '    torch.load(sys.argv[1])\n')
     plain = subprocess.run([sys.executable, '-c', probe, ckpt],
                            capture_output=True, text=True)
     assert plain.returncode != 0 and 'Unsupported global' in plain.stderr
@@ -88,7 +91,8 @@ def test_train_save_resume_test(shapes, small_cascade, tmp_path):
                    '--resume', *demo_options(shapes, 4))
     assert re.search(r'resumed epoch: \d+, iter: 2', out), out[-3000:]
     assert osp.isfile(osp.join(work, 'iter_4.pth'))
-    state = torch.load(osp.join(work, 'iter_4.pth'), map_location='cpu')
+    with mmvisattn.runtime():
+        state = torch.load(osp.join(work, 'iter_4.pth'), map_location='cpu')
     assert state['meta']['iter'] == 4
     assert state['optimizer']['state'], 'optimizer state was not saved'
 

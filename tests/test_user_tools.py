@@ -373,10 +373,13 @@ def test_pytorch2onnx_exports_the_demo_detector(det_checkpoint, shapes,
 
 def test_mmdet_inferencer_runs_our_config(det_checkpoint, shapes):
     """mmdet's own DetInferencer builds the demo config (our backbone,
-    registered under mmvisattn) from its path and predicts."""
+    registered under mmvisattn) from its path and predicts; the whole
+    mmengine checkpoint is read inside ``mmvisattn.runtime()``."""
     from mmdet.apis import DetInferencer
+
+    import mmvisattn
     img = osp.join(shapes, 'images', 'val', 'val_00001.png')
-    with default_scope_guard():
+    with default_scope_guard(), mmvisattn.runtime():
         inferencer = DetInferencer(model=DET_CONFIG, weights=det_checkpoint,
                                    device='cpu', show_progress=False)
         result = inferencer(img, pred_score_thr=0., return_vis=False,
@@ -390,10 +393,14 @@ def test_mmdet_inferencer_runs_our_config(det_checkpoint, shapes):
 @pytest.mark.slow
 def test_mmseg_inferencer_runs_our_config(seg_run, shapes):
     """mmseg's MMSegInferencer on the demo UperNet config and its trained
-    checkpoint: a label map of the image's size."""
+    checkpoint (a whole mmengine checkpoint: read inside
+    ``mmvisattn.runtime()``, as a user's script reads it): a label map of
+    the image's size."""
     from mmseg.apis import MMSegInferencer
+
+    import mmvisattn
     img = osp.join(shapes, 'ade', 'images', 'validation', 'val_00000.png')
-    with default_scope_guard():
+    with default_scope_guard(), mmvisattn.runtime():
         inferencer = MMSegInferencer(
             model=SEG_CONFIG, weights=osp.join(seg_run, 'iter_2.pth'),
             device='cpu')

@@ -72,6 +72,9 @@ def apply_tta(cfg, config_path):
           'of each image', flush=True)
 
 
+# every run in the scope the tools need: mmengine checkpoints under torch's
+# safe loader, `mmvisattn::` configs (mmvisattn/environment.py)
+@mmvisattn.runtime()
 def main():
     try:
         run(parse_args())
@@ -118,5 +121,4 @@ def run(args):
 
 
 if __name__ == '__main__':
-    with mmvisattn.runtime():  # scoped: checkpoints, mmvisattn:: configs
-        main()
+    main()

@@ -72,6 +72,9 @@ def parse_args():
     return parse_tool_args(parser)
 
 
+# every run in the scope the tools need: mmengine checkpoints under torch's
+# safe loader, `mmvisattn::` configs (mmvisattn/environment.py)
+@mmvisattn.runtime()
 def main():
     args = parse_args()
     cfg = prepare_config(
@@ -115,5 +118,4 @@ def main():
 
 
 if __name__ == '__main__':
-    with mmvisattn.runtime():  # scoped: checkpoints, mmvisattn:: configs
-        main()
+    main()

@@ -317,8 +317,8 @@ class ReleaseClassifierHook(Hook):
     mmengine calls ``after_load_checkpoint`` before it loads the weights;
     the file is rewritten there into the classifier's own names by
     :func:`~mmvisattn.checkpoint.release_classifier_state_dict` (backbone
-    through its ``convert_checkpoint``, ``head.weight`` onto
-    ``head.fc.weight``). Every other checkpoint is left as it is. Our
+    under ``backbone.``, converted by its load pre-hook; ``head.weight``
+    onto ``head.fc.weight``). Every other checkpoint is left as it is. Our
     classification configs list it in ``custom_hooks``.
     """
     priority = 'VERY_HIGH'  # before any hook that reads the weights (EMA)
@@ -334,8 +334,8 @@ class ReleaseClassifierHook(Hook):
         checkpoint.pop('model', None)
         checkpoint['state_dict'] = state
         runner.logger.info(
-            'checkpoint read as a released classifier: backbone converted '
-            'by the backbone\'s convert_checkpoint, head.* -> head.fc.*')
+            'checkpoint read as a released classifier: backbone.* (its layout '
+            'converted on load), head.* -> head.fc.*')
 
 
 def fault_tolerant_training(cfg: Config) -> List[str]:

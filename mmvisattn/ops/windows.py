@@ -19,6 +19,32 @@ def window_pair(size) -> Tuple:
     return size, size
 
 
+def check_window(value, owner: str, name: str = 'window_size',
+                 pairs: bool = True, minimum: int = 1):
+    """The one check of a window: an int of at least ``minimum``, or where
+    ``pairs`` an (h, w) pair of them (a list is read as a tuple). Returns
+    it (a pair as a tuple); a ``ValueError`` naming ``owner``, ``name`` and
+    the value otherwise."""
+    if isinstance(value, list):
+        value = tuple(value)
+
+    def side(m):
+        return isinstance(m, int) and not isinstance(m, bool) and m >= minimum
+
+    if isinstance(value, tuple):
+        ok = pairs and len(value) == 2 and all(map(side, value))
+    else:
+        ok = side(value)
+    if ok:
+        return value
+    wanted = 'a positive int' if minimum == 1 else f'an int >= {minimum}'
+    if pairs:
+        wanted += ' or an (h, w) pair of them'
+    elif isinstance(value, tuple) and len(value) == 2:
+        wanted += ' (the window is square here)'
+    raise ValueError(f'{owner}: {name}={value!r} must be {wanted}')
+
+
 def pad_to_multiple(x: torch.Tensor, multiple: int) -> torch.Tensor:
     """Zero-pad a (B, H, W, C) map at the bottom/right to multiples of ``multiple``."""
     H, W = x.shape[1:3]

@@ -67,6 +67,9 @@ def build_peer():
     return model, (224, 224)
 
 
+# every run in the scope the tools need: mmengine checkpoints under torch's
+# safe loader, `mmvisattn::` configs (mmvisattn/environment.py)
+@mmvisattn.runtime()
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument('--batch', type=int, default=64)
@@ -129,5 +132,4 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    with mmvisattn.runtime():  # scoped: checkpoints, mmvisattn:: configs
-        main()
+    main()

@@ -144,6 +144,9 @@ def browse(cfg: Config, config_path: str, output_dir: str,
     return written
 
 
+# every run in the scope the tools need: mmengine checkpoints under torch's
+# safe loader, `mmvisattn::` configs (mmvisattn/environment.py)
+@mmvisattn.runtime()
 def main(argv=None):
     args = parse_args(argv)
     cfg = Config.fromfile(args.config)
@@ -154,5 +157,4 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    with mmvisattn.runtime():  # scoped: checkpoints, mmvisattn:: configs
-        main()
+    main()

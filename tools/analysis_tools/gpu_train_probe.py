@@ -289,6 +289,9 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
+# every run in the scope the tools need: mmengine checkpoints under torch's
+# safe loader, `mmvisattn::` configs (mmvisattn/environment.py)
+@mmvisattn.runtime()
 def main():
     args = parse_args()
     cfg = prepare(load_config(args.config), args)
@@ -315,5 +318,4 @@ def main():
 
 
 if __name__ == '__main__':
-    with mmvisattn.runtime():  # scoped: checkpoints, mmvisattn:: configs
-        sys.exit(main())
+    sys.exit(main())

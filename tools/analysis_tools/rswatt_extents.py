@@ -278,6 +278,9 @@ def follow_content(extents, sizes, m):
         float('nan'))
 
 
+# every run in the scope the tools need: mmengine checkpoints under torch's
+# safe loader, `mmvisattn::` configs (mmvisattn/environment.py)
+@mmvisattn.runtime()
 def main(argv=None):
     args = parse_args(argv)
     cfg = Config.fromfile(args.config)
@@ -371,5 +374,4 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    with mmvisattn.runtime():  # scoped: checkpoints, mmvisattn:: configs
-        main()
+    main()

@@ -365,6 +365,9 @@ def compare(path, module, args, names, label):
     return worst
 
 
+# every run in the scope the tools need: mmengine checkpoints under torch's
+# safe loader, `mmvisattn::` configs (mmvisattn/environment.py)
+@mmvisattn.runtime()
 def main(argv=None):
     args = parse_args(argv)
     cfg, scope, model = build_model(args.config, args.checkpoint,
@@ -410,5 +413,4 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    with mmvisattn.runtime():  # scoped: checkpoints, mmvisattn:: configs
-        sys.exit(main())
+    sys.exit(main())

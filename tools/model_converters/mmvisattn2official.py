@@ -112,6 +112,9 @@ def save_huggingface(ours, rest, num_stages, args):
     return state
 
 
+# every run in the scope the tools need: mmengine checkpoints under torch's
+# safe loader, `mmvisattn::` configs (mmvisattn/environment.py)
+@mmvisattn.runtime()
 def main(argv=None):
     args = parse_args(argv)
     layout, num_stages, state, rest = read_swin_state(
@@ -148,5 +151,4 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    with mmvisattn.runtime():  # scoped: checkpoints, mmvisattn:: configs
-        main()
+    main()

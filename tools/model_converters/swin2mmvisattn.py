@@ -29,6 +29,9 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
+# every run in the scope the tools need: mmengine checkpoints under torch's
+# safe loader, `mmvisattn::` configs (mmvisattn/environment.py)
+@mmvisattn.runtime()
 def main(argv=None):
     args = parse_args(argv)
     layout, num_stages, state = read_swin_state(args.src, args.trust_file)
@@ -41,5 +44,4 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    with mmvisattn.runtime():  # scoped: checkpoints, mmvisattn:: configs
-        main()
+    main()

@@ -35,6 +35,9 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
+# every run in the scope the tools need: mmengine checkpoints under torch's
+# safe loader, `mmvisattn::` configs (mmvisattn/environment.py)
+@mmvisattn.runtime()
 def main(argv=None):
     args = parse_args(argv)
     try:
@@ -61,5 +64,4 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    with mmvisattn.runtime():  # scoped: checkpoints, mmvisattn:: configs
-        main()
+    main()

@@ -166,9 +166,10 @@ class BackboneBase(BaseModule):
     3. :meth:`train` keeps frozen stages and ``norm_eval`` norms in eval.
 
     A backbone says which modules and parameters ``frozen_stages`` freezes
-    (:meth:`frozen_parts`), how a checkpoint maps onto it
-    (:meth:`convert_checkpoint`) and which keys a pretrained file may lack
-    or add (:meth:`new_in_pretrained`, :meth:`foreign_in_pretrained`).
+    (:meth:`frozen_parts`) and which keys a pretrained file may lack or add
+    (:meth:`new_in_pretrained`, :meth:`foreign_in_pretrained`); a
+    checkpoint's layout is read and converted by its ``load_state_dict``
+    pre-hook, the one place every way of loading passes through.
     """
 
     frozen_stages: int = -1
@@ -227,10 +228,6 @@ class BackboneBase(BaseModule):
     def init_tokens(self):
         """The family's own tensors (class tokens, position embeddings)."""
 
-    def convert_checkpoint(self, state: dict) -> dict:
-        """A checkpoint's state dict in this backbone's layout."""
-        return state
-
     def new_in_pretrained(self, key: str) -> bool:
         """Keys of ours a pretrained file may lack."""
         return False
@@ -257,7 +254,7 @@ class BackboneBase(BaseModule):
 
     def load_pretrained(self, checkpoint: str) -> None:
         load_pretrained(
-            self, checkpoint, convert=self.convert_checkpoint,
+            self, checkpoint,
             allowed_missing=self.new_in_pretrained,
             allowed_unexpected=self.foreign_in_pretrained,
             logger=MMLogger.get_current_instance())

@@ -9,13 +9,18 @@ from mmengine.logging import MMLogger
 from mmengine.model import BaseModule
 from mmengine.model.weight_init import trunc_normal_
 
+from mmvisattn.ops import check_window
 from mmvisattn.ops.symbolic import is_concrete
 from mmvisattn.registry import MODELS
 
 from ..layers import PatchEmbed, PatchMerging, SwinBlock
 from ..layers.builder import part_options, resolve_part
 from ..layers.window_msa import CHUNK_TOKENS, SwinAttention
-from ..utils.swin_convert import foreign_swin_layout, swin_any_to_mmvisattn
+from ..utils.swin_convert import (
+    foreign_swin_layout,
+    is_official_swin,
+    swin_any_to_mmvisattn,
+)
 from .base import (
     BlockStage,
     HierarchicalBackbone,
@@ -60,27 +65,22 @@ def half_window(window_size):
     return tuple(m // 2 for m in window_size)
 
 
-def _is_window(value, pairs: bool) -> bool:
-    return isinstance(value, int) or pairs and isinstance(
-        value, (tuple, list)) and len(value) == 2 and all(
-            isinstance(m, int) for m in value)
-
-
 def per_stage(owner: str, name: str, value, num_stages: int,
-              pairs: bool = False) -> tuple:
-    """``value`` (one int, or one per stage) as a tuple of one per stage;
-    ``ValueError`` naming ``name`` otherwise. With ``pairs``, a window may
-    also be an (h, w) pair: one pair for every stage, or a pair per stage
-    (a sequence of ``num_stages`` entries is always one per stage)."""
+              pairs: bool = False, minimum: int = 1) -> tuple:
+    """``value`` (one window, or one per stage) as a tuple of one window
+    per stage, each checked by :func:`mmvisattn.ops.check_window`
+    (``pairs``: a window may be an (h, w) pair; ``minimum``: its smallest
+    side). A sequence of ``num_stages`` entries is always one per stage."""
     if isinstance(value, (tuple, list)) and len(value) == num_stages and \
-            all(_is_window(v, pairs) for v in value):
-        return tuple(v if isinstance(v, int) else tuple(v) for v in value)
-    if _is_window(value, pairs):
-        return (value if isinstance(value, int) else tuple(value),
+            all(isinstance(v, (int, tuple, list)) for v in value):
+        return tuple(check_window(v, owner, f'{name}[{i}]', pairs, minimum)
+                     for i, v in enumerate(value))
+    try:
+        return (check_window(value, owner, name, pairs, minimum),
                 ) * num_stages
-    raise ValueError(f'{owner}: {name}={value!r}: give one int' +
-                     (' or (h, w) pair' if pairs else '') +
-                     f' or one per stage ({num_stages})')
+    except ValueError as e:
+        raise ValueError(f'{e}, or one of them per stage ({num_stages})'
+                         ) from None
 
 
 def _stage_cfgs(owner: str, name: str, stage_cfgs, ours: dict) -> None:
@@ -432,17 +432,21 @@ class SwinTransformer(HierarchicalBackbone):
         return attn_cfg
 
     def _peer_layout(self, state_dict, prefix, *args, **kwargs):
-        """Whole models of mmdet's, mmseg's and mmpretrain's zoos (and
-        timm's and Hugging Face's state dicts) hold their own Swin layout
-        under ``backbone.``; converted here, on load, so ``load_from``,
-        ``resume`` and tools/test.py take them unchanged. The release
-        layout is ours and passes as it is."""
+        """The one place a Swin checkpoint's layout is read and converted:
+        every load (``init_cfg=Pretrained``, ``load_checkpoint``,
+        ``load_from``, ``resume``, tools/test.py) passes through here.
+        Whole models of mmdet's, mmseg's and mmpretrain's zoos, timm's and
+        Hugging Face's state dicts hold their own layout (under
+        ``backbone.`` in a whole model); the official release is ours but
+        for its classifier's ``norm.``/``head.`` and derived buffers. A
+        state dict in no known layout passes as it is, for the load to name
+        its keys."""
         keys = [k for k in state_dict if k.startswith(prefix)]
         sub = {k[len(prefix):]: state_dict[k] for k in keys}
         layout = foreign_swin_layout(sub)
-        if layout is None:
+        if layout is None and not is_official_swin(sub):
             return
-        self._log_conversion(layout)
+        self._log_conversion(layout or 'official')
         for key in keys:
             del state_dict[key]
         for key, value in swin_any_to_mmvisattn(sub,
@@ -501,18 +505,11 @@ class SwinTransformer(HierarchicalBackbone):
                 if name.endswith('.relative_position_bias_table'):
                     p.zero_()
 
-    def convert_checkpoint(self, state: dict) -> dict:
-        # relative position tables of another window are resized by the
-        # attention's own load pre-hook
-        layout = foreign_swin_layout(state)
-        if layout is not None:
-            self._log_conversion(layout)
-        return swin_any_to_mmvisattn(state, len(self.depths))
-
     def _log_conversion(self, layout: str) -> None:
         """mmdet's ``convert_weights=False`` promised mmdet's layout; a file
         in another one is converted all the same, and said so."""
-        if not self.convert_weights and layout != 'openmmlab':
+        if not self.convert_weights and layout not in ('openmmlab',
+                                                        'official'):
             MMLogger.get_current_instance().info(
                 f'{type(self).__name__}: convert_weights=False, but the '
                 f'checkpoint is in the {layout!r} layout, not mmdet\'s: '

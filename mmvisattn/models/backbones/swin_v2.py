@@ -66,7 +66,8 @@ class SwinTransformerV2(SwinTransformer):
     def stage_attn_cfg(self, i: int, attn_cfg: dict) -> dict:
         """Stage ``i``'s attention: the window it was pre-trained at."""
         windows = per_stage('SwinTransformerV2', 'pretrained_window_sizes',
-                            self._pretrained_windows, len(self.depths))
+                            self._pretrained_windows, len(self.depths),
+                            minimum=0)
         if not windows[i]:
             return attn_cfg
         return dict(attn_cfg, pretrained_window_size=windows[i])

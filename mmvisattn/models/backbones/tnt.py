@@ -374,7 +374,7 @@ class TNT(BackboneBase):
         if not sub or 'sentence_pos' in sub:
             return
         try:
-            converted = self.convert_checkpoint(sub)
+            converted = self._to_our_layout(sub)
         except ValueError as e:
             if 'not a TNT checkpoint' in str(e):
                 return  # not a layout we know: the load names the keys
@@ -414,7 +414,8 @@ class TNT(BackboneBase):
     def foreign_in_pretrained(self, key: str) -> bool:
         return key.startswith('head.')  # a classifier's head is not ours
 
-    def convert_checkpoint(self, state: dict) -> dict:
+    def _to_our_layout(self, state: dict) -> dict:
+        """Any known TNT layout as ours (its pre-hook's conversion)."""
         state = tnt_any_to_mmvisattn(state)
         if 'blocks.0.word_to_sentence.norm2.weight' in state and self.legacy:
             raise ValueError('this checkpoint has the official (non-legacy) '

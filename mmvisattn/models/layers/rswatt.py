@@ -36,6 +36,7 @@ from mmengine.model.weight_init import trunc_normal_
 
 from mmvisattn.ops import (
     attend,
+    check_window,
     sliding_relative_index,
 )
 from mmvisattn.registry import MODELS
@@ -106,13 +107,16 @@ class ReconstructedWindowAttention(BaseModule):
         if embed_dims % num_heads:
             raise ValueError(f'embed_dims {embed_dims} is not divisible by '
                              f'num_heads {num_heads}')
+        # one square window per scale (ops.check_window checks each)
         windows = (window_size, ) if isinstance(window_size, int) else \
             tuple(window_size)
-        if not windows or not all(isinstance(m, int) and m >= 1
-                                  for m in windows):
+        if not windows:
             raise ValueError('window_size must be a positive int or a '
                              'sequence of them (one window per scale), got '
                              f'{window_size!r}')
+        for m in windows:
+            check_window(m, type(self).__name__, 'window_size (per scale)',
+                         pairs=False)
         self.num_heads = num_heads
         self.window_size = windows
         scales = len(self.window_size)

@@ -22,9 +22,9 @@ import torch.nn as nn
 import torch.utils.checkpoint as cp
 
 from mmvisattn.ops import (
+    check_window,
     log_spaced_relative_coords,
     relative_position_index,
-    window_pair,
 )
 from mmvisattn.registry import MODELS
 
@@ -58,13 +58,9 @@ class CosineWindowAttention(WindowAttention):
             raise ValueError(
                 f'CosineWindowAttention: qk_scale={qk_scale}: cosine '
                 'attention learns its scale per head (logit_scale)')
-        if isinstance(pretrained_window_size, list):
-            pretrained_window_size = tuple(pretrained_window_size)
-        if not all(isinstance(m, int) and m >= 0
-                   for m in window_pair(pretrained_window_size)):
-            raise ValueError('CosineWindowAttention: pretrained_window_size='
-                             f'{pretrained_window_size!r} must be an int '
-                             '>= 0 or an (h, w) pair of them')
+        pretrained_window_size = check_window(
+            pretrained_window_size, 'CosineWindowAttention',
+            'pretrained_window_size', minimum=0)
         self.pretrained_window_size = pretrained_window_size
         self.cpb_hidden_dims = cpb_hidden_dims
         super().__init__(embed_dims, num_heads, window_size, False, None,

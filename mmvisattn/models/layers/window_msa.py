@@ -63,6 +63,7 @@ from mmengine.model.weight_init import trunc_normal_
 from mmvisattn.ops import (
     SHIFT_MODES,
     attend,
+    check_window,
     fast_part_allowed,
     orthogonal_random_features,
     packed_weights_scope,
@@ -138,7 +139,7 @@ class SwinAttention(BaseModule):
             raise ValueError(f'embed_dims={embed_dims} is not divisible by '
                              f'num_heads={num_heads}')
         if self.has_windows:
-            self._check_window(window_size)
+            window_size = self._check_window(window_size)
         if relative_position is None:
             relative_position = self.has_windows
         if relative_position and not self.has_windows:
@@ -152,8 +153,7 @@ class SwinAttention(BaseModule):
                 'relative_position leaves no attention logits at all')
         self.embed_dims = embed_dims
         self.num_heads = num_heads
-        self.window_size = tuple(window_size) if isinstance(
-            window_size, list) else window_size
+        self.window_size = window_size
         # tokens of one window (h * w); None for the windowless kinds
         self.window_tokens = math.prod(window_pair(window_size)) \
             if self.has_windows else None
@@ -170,23 +170,15 @@ class SwinAttention(BaseModule):
         self._register_load_state_dict_pre_hook(self._drop_position_index)
         self.proj_drop = nn.Dropout(proj_drop_rate)
 
-    def _check_window(self, window_size) -> None:
+    def _check_window(self, window_size):
         """A window is a positive int, or an (h, w) pair of them where the
-        kind takes rectangular windows."""
+        kind takes rectangular windows (:func:`mmvisattn.ops.check_window`)."""
         name = type(self).__name__
         if window_size is None:
             raise ValueError(f'{name} attends within windows: it needs a '
                              'window_size')
-        pair = isinstance(window_size, (tuple, list))
-        if pair and not self.rectangular_windows:
-            raise ValueError(f'{name}: window_size={window_size!r}: its '
-                             'neighbourhood is square; give one int')
-        sides = window_pair(window_size) if pair else (window_size, )
-        if not all(isinstance(m, int) and m > 0 for m in sides):
-            raise ValueError(f'{name}: window_size={window_size!r} must be a '
-                             'positive int' +
-                             (' or an (h, w) pair of them'
-                              if self.rectangular_windows else ''))
+        return check_window(window_size, name,
+                            pairs=self.rectangular_windows)
 
     @staticmethod
     def kinds():
@@ -568,11 +560,10 @@ class SwinBlock(BaseModule):
                  attn_cfg: Optional[dict] = None,
                  init_cfg=None):
         super().__init__(init_cfg)
-        if not all(isinstance(m, int) and m > 0
-                   for m in window_pair(window_size)):
-            raise ValueError(f'window_size={window_size!r} must be a '
-                             'positive int or an (h, w) pair of them')
-        if not all(0 <= s < m for s, m in zip(window_pair(shift_size),
+        window_size = check_window(window_size, type(self).__name__)
+        shift_size = check_window(shift_size, type(self).__name__,
+                                  'shift_size', minimum=0)
+        if not all(s < m for s, m in zip(window_pair(shift_size),
                                               window_pair(window_size))):
             raise ValueError(f'shift_size={shift_size} must be in '
                              f'[0, window_size={window_size})')
