@@ -16,11 +16,7 @@ from mmvisattn.registry import MODELS
 from ..layers import PatchEmbed, PatchMerging, SwinBlock
 from ..layers.builder import part_options, resolve_part
 from ..layers.window_msa import CHUNK_TOKENS, SwinAttention
-from ..utils.swin_convert import (
-    foreign_swin_layout,
-    is_official_swin,
-    swin_any_to_mmvisattn,
-)
+from ..utils.swin_convert import swin_layout, swin_to_mmvisattn
 from .base import (
     BlockStage,
     HierarchicalBackbone,
@@ -443,14 +439,14 @@ class SwinTransformer(HierarchicalBackbone):
         its keys."""
         keys = [k for k in state_dict if k.startswith(prefix)]
         sub = {k[len(prefix):]: state_dict[k] for k in keys}
-        layout = foreign_swin_layout(sub)
-        if layout is None and not is_official_swin(sub):
+        layout = swin_layout(sub)
+        if layout is None:
             return
-        self._log_conversion(layout or 'official')
+        self._log_conversion(layout)
         for key in keys:
             del state_dict[key]
-        for key, value in swin_any_to_mmvisattn(sub,
-                                                len(self.depths)).items():
+        for key, value in swin_to_mmvisattn(sub, layout,
+                                            len(self.depths)).items():
             state_dict[prefix + key] = value
 
     def _fit_pos_embed(self, state_dict, prefix, *args, **kwargs):

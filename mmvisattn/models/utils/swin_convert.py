@@ -399,19 +399,11 @@ _LAYOUTS = (('timm', is_timm_swin), ('official', is_official_swin),
             ('openmmlab', is_openmmlab_swin), ('huggingface', is_hf_swin))
 
 
-def _match_layout(state_dict: Dict[str, torch.Tensor]) -> Optional[str]:
-    """The first of ``_LAYOUTS`` that ``state_dict`` matches, or None."""
+def swin_layout(state_dict: Dict[str, torch.Tensor]) -> Optional[str]:
+    """The first of ``_LAYOUTS`` that ``state_dict`` matches (``'official'``
+    is also ours), or None: no known Swin layout."""
     return next((name for name, matches in _LAYOUTS
                  if matches(state_dict)), None)
-
-
-def foreign_swin_layout(state_dict: Dict[str, torch.Tensor]
-                        ) -> Optional[str]:
-    """The layout of a Swin state dict that is not ours (``'timm'``,
-    ``'openmmlab'``, ``'huggingface'``), or None: ours (the official
-    layout) or no known Swin layout at all."""
-    layout = _match_layout(state_dict)
-    return None if layout == 'official' else layout
 
 
 def detect_swin_layout(state_dict: Dict[str, torch.Tensor]) -> str:
@@ -421,7 +413,7 @@ def detect_swin_layout(state_dict: Dict[str, torch.Tensor]) -> str:
 
     Expects the backbone's keys (``extract_state_dict`` strips wrappers).
     """
-    layout = _match_layout(state_dict)
+    layout = swin_layout(state_dict)
     if layout is not None:
         return layout
     keys = list(state_dict)
@@ -447,12 +439,20 @@ def swin_any_to_mmvisattn(state_dict: Dict[str, torch.Tensor],
                           ) -> 'OrderedDict[str, torch.Tensor]':
     """Detect the layout of a Swin state dict and convert it to ours: the
     one place every Swin conversion is dispatched from."""
-    layout = _match_layout(state_dict)
+    layout = swin_layout(state_dict)
     if layout is not None:
-        return _TO_MMVISATTN[layout](state_dict, num_stages)
+        return swin_to_mmvisattn(state_dict, layout, num_stages)
     # Something else: passed on so that load_pretrained's error names the
     # file and the keys that do not fit.
     return drop_derived_buffers(state_dict)
+
+
+def swin_to_mmvisattn(state_dict: Dict[str, torch.Tensor], layout: str,
+                      num_stages: int = 4
+                      ) -> 'OrderedDict[str, torch.Tensor]':
+    """A Swin state dict in ``layout`` (:func:`swin_layout`'s answer) in
+    ours."""
+    return _TO_MMVISATTN[layout](state_dict, num_stages)
 
 
 _TO_MMVISATTN = {
