@@ -16,8 +16,8 @@ import torch.nn.functional as F
 
 from helpers import REPO, sampled
 from mmvisattn.models.backbones import SwinTransformer
+from mmvisattn.models.layers.attention import GlobalAttention, SelfAttention
 from mmvisattn.models.layers.window_msa import (
-    GlobalAttention,
     SwinAttention,
     SwinBlock,
     WindowAttention,
@@ -65,22 +65,25 @@ VARIANTS = {
 }
 
 
-def _attn(window_size=4, seed=0, **kwargs):
-    """A SwinAttention with non-trivial weights (incl. the bias table)."""
+def _attn(window_size=4, seed=0, shift_size=0, **kwargs):
+    """An attention kind as a Swin block with ``window_size`` and
+    ``shift_size`` builds it, with non-trivial weights (incl. the bias
+    table)."""
     torch.manual_seed(seed)
-    attn = build_swin_attention(C, HEADS, window_size, attn_cfg=kwargs)
-    if attn.relative_position_bias_table is not None:
+    attn = build_swin_attention(C, HEADS, window_size, shift_size,
+                                attn_cfg=kwargs)
+    if getattr(attn, 'relative_position_bias_table', None) is not None:
         with torch.no_grad():
             attn.relative_position_bias_table.normal_()
     return attn.eval()
 
 
-def _changed(attn, x, pos, shift_size=0):
+def _changed(attn, x, pos):
     """(H, W) bool map of outputs that change when token ``pos`` changes."""
     x2 = x.clone()
     x2[:, pos[0], pos[1]] += 3 * torch.randn(x.shape[-1])
     with torch.no_grad():
-        diff = (attn(x2, shift_size) - attn(x, shift_size)).abs()
+        diff = (attn(x2) - attn(x)).abs()
     return diff.amax(dim=(0, 3)) > 1e-5
 
 
@@ -97,12 +100,12 @@ def test_no_shift_output_depends_on_own_window_only(shift_mode, shift_size,
                                                     hw):
     ws = 4
     H, W = hw
-    attn = _attn(ws, shift_mode=shift_mode)
+    attn = _attn(ws, shift_size=shift_size, shift_mode=shift_mode)
     x = torch.randn(1, H, W, C)
     rows, cols = torch.arange(H)[:, None], torch.arange(W)[None, :]
     for p in _positions(H, W):
         expected = (rows // ws == p[0] // ws) & (cols // ws == p[1] // ws)
-        assert torch.equal(_changed(attn, x, p, shift_size), expected), p
+        assert torch.equal(_changed(attn, x, p), expected), p
 
 
 # ------------------------------------------------------------- shifted windows
@@ -122,13 +125,13 @@ def test_shifted_window_sees_exactly_its_true_neighbours(shift_mode, ws, hw):
     partition the image into the same regions (Swin paper, fig. 2)."""
     H, W = hw
     shift = ws // 2
-    attn = _attn(ws, shift_mode=shift_mode)
+    attn = _attn(ws, shift_size=shift, shift_mode=shift_mode)
     x = torch.randn(1, H, W, C)
     reg_r = _shifted_region(H, ws, shift)[:, None]
     reg_c = _shifted_region(W, ws, shift)[None, :]
     for p in _positions(H, W):
         expected = (reg_r == reg_r[p[0], 0]) & (reg_c == reg_c[0, p[1]])
-        got = _changed(attn, x, p, shift)
+        got = _changed(attn, x, p)
         assert torch.equal(got, expected), \
             f'token {p}: sees\n{got.int()}\nexpected\n{expected.int()}'
 
@@ -138,13 +141,13 @@ def test_padding_shift_equals_cyclic_shift_on_window_multiples(ws):
     """On maps tiled exactly by windows both shift implementations attend
     every token to exactly its shifted-window region inside the image, so
     with the same weights their outputs are equal."""
-    cyclic = _attn(ws, shift_mode='cyclic')
-    padding = _attn(ws, shift_mode='padding')
+    cyclic = _attn(ws, shift_size=ws // 2, shift_mode='cyclic')
+    padding = _attn(ws, shift_size=ws // 2, shift_mode='padding')
     padding.load_state_dict(cyclic.state_dict())
     x = torch.randn(2, 2 * ws, 3 * ws, C)
     with torch.no_grad():
         torch.testing.assert_close(
-            padding(x, ws // 2), cyclic(x, ws // 2), atol=1e-5, rtol=1e-5)
+            padding(x), cyclic(x), atol=1e-5, rtol=1e-5)
 
 
 # ------------------------------------------------------------ sliding windows
@@ -347,7 +350,7 @@ def test_position_rows_own_the_right_parameters(row, absolute, relative):
 def _perturb_qkv_rows(model, rows):
     with torch.no_grad():
         for attn in model.modules():
-            if isinstance(attn, SwinAttention):
+            if isinstance(attn, SelfAttention):
                 C_ = attn.embed_dims
                 sel = slice(*{'qk': (0, 2 * C_), 'v': (2 * C_, 3 * C_)}[rows])
                 attn.qkv.weight[sel] += torch.randn_like(attn.qkv.weight[sel])
@@ -483,16 +486,16 @@ def test_bf16_shifted_mask_path_is_finite(shift_mode, hw):
     """Masked logits (MASK_VALUE) plus large contents must not overflow to
     inf/NaN in bf16, forward or backward, incl. maps smaller than a window.
     Relative L2 error vs fp32 measured 1.1-2.0%; bound 5%."""
-    attn = _attn(7, shift_mode=shift_mode).train()
+    attn = _attn(7, shift_size=3, shift_mode=shift_mode).train()
     x = (10 * torch.randn(2, *hw, C)).requires_grad_(True)
     with torch.autocast('cpu', dtype=torch.bfloat16):
-        out = attn(x, 3)
+        out = attn(x)
     assert out.dtype == torch.bfloat16 and torch.isfinite(out).all()
     out.float().sum().backward()
     assert torch.isfinite(x.grad).all()
     assert all(torch.isfinite(p.grad).all() for p in attn.parameters())
     with torch.no_grad():
-        ref = attn(x, 3)
+        ref = attn(x)
     rel = ((out.float() - ref).norm() / ref.norm()).item()
     assert rel < 0.05, rel
 
@@ -519,19 +522,23 @@ def test_torch_compile_fullgraph_matches_eager():
 @pytest.mark.parametrize('attn_cfg,error,words', [
     (dict(type='WindowAttention', shift_mode='roll'), ValueError,
      ["shift_mode='roll'"]),
-    (dict(type='PerformerAttention', relative_position=True), ValueError,
-     ['relative_position=True', 'use_abs_pos_embed']),
-    (dict(type='GlobalAttention', use_content=False), ValueError,
-     ['use_content=False']),
+    # the global kinds have no window: no window options, no position bias
+    (dict(type='PerformerAttention', relative_position=True), TypeError,
+     ["option 'relative_position'", 'PerformerAttention',
+      'performer_features']),
+    (dict(type='GlobalAttention', use_content=False), TypeError,
+     ["option 'use_content'", 'GlobalAttention']),
+    (dict(type='GlobalAttention', window_size=3), TypeError,
+     ["option 'window_size'", 'GlobalAttention']),
     (dict(type='WindowAttention', relative_position=False,
           use_content=False), ValueError, ['use_content=False']),
     # an option the kind does not take is named, with the kind's options
     (dict(type='GlobalAttention', shift_mode='none'), TypeError,
-     ["option 'shift_mode'", 'GlobalAttention', 'relative_position']),
+     ["option 'shift_mode'", 'GlobalAttention', 'chunk_tokens']),
     (dict(type='WindowAttention', performer_features=8), TypeError,
      ["option 'performer_features'", 'WindowAttention']),
     (dict(type='Nope'), ValueError, [
-        "type='Nope' is not a registered SwinAttention",
+        "type='Nope' is not a registered SelfAttention",
         'HaloSlidingWindowAttention']),
     # what the block sets itself
     (dict(type='WindowAttention', window_size=3), ValueError,
@@ -736,7 +743,7 @@ def test_extra_global_block_mixes_all_tokens_and_loads_pretrained(tmp_path):
 def test_attention_kinds_are_registered_classes():
     """attn_cfg=dict(type=...) builds each kind, in blocks and backbones."""
     from mmvisattn.registry import MODELS
-    kinds = sorted(SwinAttention.kinds())
+    kinds = sorted(SelfAttention.kinds())
     assert kinds == ['CosineWindowAttention', 'GlobalAttention',
                      'HaloSlidingWindowAttention', 'PerformerAttention',
                      'SlidingWindowAttention', 'WindowAttention']

@@ -72,15 +72,16 @@ def test_swin_probs_reproduce_the_module(shift_mode, shift):
     """probs @ v, projected and put back in place, is the module's output:
     the tool recomputes what the block computed (map 6x7 is padded)."""
     torch.manual_seed(0)
-    attn = WindowAttention(16, 2, 4, shift_mode=shift_mode).eval()
+    attn = WindowAttention(16, 2, 4, shift_size=shift,
+                           shift_mode=shift_mode).eval()
     attn.init_weights()
     x = torch.randn(2, 6, 7, 16)
     with torch.no_grad():
-        found = tool.swin_window_probs(attn, x, shift)
+        found = tool.swin_window_probs(attn, x)
         B, nW, heads, N, d = found.v.shape
         out = (found.probs @ found.v).transpose(2, 3).reshape(B, nW * N, -1)
         out = attn.proj(out).index_select(1, found.layout.scatter_index)
-        torch.testing.assert_close(out.view(x.shape), attn(x, shift),
+        torch.testing.assert_close(out.view(x.shape), attn(x),
                                    atol=1e-5, rtol=1e-5)
 
 

@@ -46,6 +46,7 @@ from .symbolic import ceil_div, is_concrete, recording, size_tensor
 from .windows import (
                         SHIFT_MODES,
                         WindowLayout,
+                        check_shift,
                         check_window,
                         pad_to_multiple,
                         window_layout,
@@ -58,7 +59,7 @@ __all__ = [
     'BACKENDS', 'FAST_PARTS', 'fast_part', 'fast_part_allowed',
     'fast_path_allowed',
     'use_backend',
-    'window_partition', 'window_reverse', 'window_pair', 'check_window',
+    'window_partition', 'window_reverse', 'window_pair', 'check_window', 'check_shift',
     'pad_to_multiple',
     'window_layout',
     'WindowLayout', 'SHIFT_MODES', 'shifted_window_mask', 'padding_key_mask',

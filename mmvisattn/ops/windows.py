@@ -45,6 +45,18 @@ def check_window(value, owner: str, name: str = 'window_size',
     raise ValueError(f'{owner}: {name}={value!r} must be {wanted}')
 
 
+def check_shift(shift_size, window_size, owner: str):
+    """A window shift: an int >= 0, or an (h, w) pair of them, below
+    ``window_size`` on each side (:func:`check_window`'s errors). Returns
+    it (a pair as a tuple)."""
+    shift_size = check_window(shift_size, owner, 'shift_size', minimum=0)
+    if not all(s < m for s, m in zip(window_pair(shift_size),
+                                      window_pair(window_size))):
+        raise ValueError(f'{owner}: shift_size={shift_size} must be in '
+                         f'[0, window_size={window_size})')
+    return shift_size
+
+
 def pad_to_multiple(x: torch.Tensor, multiple: int) -> torch.Tensor:
     """Zero-pad a (B, H, W, C) map at the bottom/right to multiples of ``multiple``."""
     H, W = x.shape[1:3]

@@ -205,14 +205,13 @@ class WindowProbs(NamedTuple):
     mask: Optional[torch.Tensor]  # (num_windows, N or 1, N)
 
 
-def swin_window_probs(attn: torch.nn.Module, x: torch.Tensor,
-                      shift_size: int) -> WindowProbs:
-    """Recompute ``attn(x, shift_size)``'s window attention probabilities
-    (``x``: its (B, H, W, C) input) with its weights, as its forward does."""
+def swin_window_probs(attn: torch.nn.Module, x: torch.Tensor) -> WindowProbs:
+    """Recompute ``attn(x)``'s window attention probabilities (``x``: its
+    (B, H, W, C) input) with its weights, as its forward does."""
     if not isinstance(attn, WindowAttention):
         raise ValueError(f'--config: attn_cfg type={type(attn).__name__}; '
                          'only WindowAttention has windows to show')
-    probs, v, layout, mask = attn.window_probabilities(x, shift_size)
+    probs, v, layout, mask = attn.window_probabilities(x)
     return WindowProbs(probs, v, layout, mask)
 
 
@@ -243,8 +242,10 @@ def swin_query_attention(model: SwinTransformer, img: torch.Tensor,
     blocks = model.layers[stage].blocks
     check_index(block, len(blocks), '--block')
     check_query(query, img.shape[-2:])
-    x, shift_size = capture_inputs(model, img, [blocks[block].attn])[0][:2]
-    found = swin_window_probs(blocks[block].attn, x, shift_size)
+    attn = blocks[block].attn
+    x = capture_inputs(model, img, [attn])[0][0]
+    found = swin_window_probs(attn, x)
+    shift_size = attn.shift_size
     H, W = x.shape[1:3]
     N = blocks[block].attn.window_tokens
     stride = swin_stride(model, stage)

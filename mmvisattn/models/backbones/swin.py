@@ -14,8 +14,8 @@ from mmvisattn.ops.symbolic import is_concrete
 from mmvisattn.registry import MODELS
 
 from ..layers import PatchEmbed, PatchMerging, SwinBlock
+from ..layers.attention import CHUNK_TOKENS, SelfAttention
 from ..layers.builder import part_options, resolve_part
-from ..layers.window_msa import CHUNK_TOKENS, SwinAttention
 from ..utils.swin_convert import swin_layout, swin_to_mmvisattn
 from .base import (
     BlockStage,
@@ -227,8 +227,9 @@ class SwinTransformer(HierarchicalBackbone):
             ``'SlidingWindowAttention'``, ``'HaloSlidingWindowAttention'``,
             ``'PerformerAttention'``, ``'GlobalAttention'``; see
             :mod:`mmvisattn.models.layers.window_msa`), and that kind's
-            options: ``relative_position``, ``use_content``,
-            ``chunk_tokens``; ``shift_mode`` (``'cyclic'``, ``'padding'``,
+            options: ``chunk_tokens`` for every kind;
+            ``relative_position`` and ``use_content`` for the windowed
+            kinds; ``shift_mode`` (``'cyclic'``, ``'padding'``,
             ``'none'``) and ``pad_small_map`` for window attention;
             ``performer_features`` for FAVOR+.
         use_abs_pos_embed: add an absolute position embedding;
@@ -358,7 +359,7 @@ class SwinTransformer(HierarchicalBackbone):
 
         attn_cfg = dict(attn_cfg or {})
         attn_cfg.setdefault('type', self.block.default_attention)
-        attn_cls, _ = resolve_part('attn_cfg', attn_cfg, SwinAttention)
+        attn_cls, _ = resolve_part('attn_cfg', attn_cfg, SelfAttention)
         if 'pad_small_map' in part_options(attn_cls):
             if attn_cfg.setdefault('pad_small_map',
                                    pad_small_map) != pad_small_map:

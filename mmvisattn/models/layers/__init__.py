@@ -1,3 +1,4 @@
+from .attention import GlobalAttention, PerformerAttention, SelfAttention
 from .corner_pool import CornerPoolBlock
 from .linear import PackedLinear
 from .mlp import Mlp
@@ -29,9 +30,7 @@ from .swin_v2 import (
 )
 from .transformer import TransformerLayer
 from .window_msa import (
-                     GlobalAttention,
                      HaloSlidingWindowAttention,
-                     PerformerAttention,
                      SlidingWindowAttention,
                      SwinAttention,
                      SwinBlock,
@@ -41,7 +40,7 @@ from .window_msa import (
 
 __all__ = [
     'CornerPoolBlock', 'PackedLinear', 'Mlp', 'PatchEmbed', 'PatchMerging',
-    'SwinAttention',
+    'SelfAttention', 'SwinAttention',
     'WindowAttention', 'SlidingWindowAttention',
     'HaloSlidingWindowAttention', 'PerformerAttention', 'GlobalAttention',
     'build_swin_attention', 'SwinBlock',

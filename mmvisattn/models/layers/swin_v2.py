@@ -19,7 +19,6 @@ from typing import Tuple, Union
 
 import torch
 import torch.nn as nn
-import torch.utils.checkpoint as cp
 
 from mmvisattn.ops import (
     check_window,
@@ -51,7 +50,7 @@ class CosineWindowAttention(WindowAttention):
     """
 
     def __init__(self, embed_dims: int, num_heads: int, window_size,
-                 qkv_bias: bool = True, qk_scale=None, *args,
+                 qkv_bias: bool = True, qk_scale=None,
                  pretrained_window_size: Union[int, Tuple[int, int]] = 0,
                  cpb_hidden_dims: int = 512, **kwargs):
         if qk_scale is not None:
@@ -63,8 +62,8 @@ class CosineWindowAttention(WindowAttention):
             'pretrained_window_size', minimum=0)
         self.pretrained_window_size = pretrained_window_size
         self.cpb_hidden_dims = cpb_hidden_dims
-        super().__init__(embed_dims, num_heads, window_size, False, None,
-                         *args, **kwargs)
+        super().__init__(embed_dims, num_heads, window_size, qkv_bias=False,
+                         **kwargs)
         self.scale = 1.  # the learned logit_scale is folded into q
         self.register_buffer(
             'head_membership',
@@ -149,18 +148,12 @@ class ResPostNormSwinBlock(SwinBlock):
 
     default_attention = 'CosineWindowAttention'
 
-    def forward(self, x: torch.Tensor, hw_shape: Tuple[int, int]
-                ) -> torch.Tensor:
+    def residual_branches(self, x: torch.Tensor,
+                          hw_shape: Tuple[int, int]) -> torch.Tensor:
         B, L, C = x.shape
-
-        def inner(x):
-            attn = self.attn(x.view(B, *hw_shape, C), self.shift_size)
-            x = x + self.drop_path(self.norm1(attn.view(B, L, C)))
-            return x + self.drop_path(self.norm2(self.mlp(x)))
-
-        if self.with_cp and x.requires_grad:
-            return cp.checkpoint(inner, x, use_reentrant=False)
-        return inner(x)
+        attn = self.attn(x.view(B, *hw_shape, C))
+        x = x + self.drop_path(self.norm1(attn.view(B, L, C)))
+        return x + self.drop_path(self.norm2(self.mlp(x)))
 
 
 class PostNormPatchMerging(PatchMerging):

@@ -1,6 +1,6 @@
 """The pre-norm transformer layer of the token-sequence backbones (TNT's
 inner and outer transformers): the package's one global multi-head
-self-attention, :class:`~.window_msa.GlobalAttention` (``qkv``/``proj``,
+self-attention, :class:`~.attention.GlobalAttention` (``qkv``/``proj``,
 the release names), and :class:`Mlp` (``fc1``/``fc2``)."""
 from typing import Optional
 
@@ -10,8 +10,8 @@ from mmcv.cnn import build_norm_layer
 from mmcv.cnn.bricks.drop import build_dropout
 from mmengine.model import BaseModule
 
+from .attention import GlobalAttention
 from .mlp import Mlp
-from .window_msa import GlobalAttention
 
 
 class TransformerLayer(BaseModule):

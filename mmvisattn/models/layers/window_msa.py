@@ -1,13 +1,13 @@
-"""Swin attention kinds (every variant of the paper's ablations) and the
-Swin block.
+"""Swin's windowed attention kinds (every variant of the paper's
+ablations) and the Swin block.
 
-Each attention kind is a small registered class over one shared base,
-:class:`SwinAttention`, which owns the weights (``qkv``, ``proj``,
-``relative_position_bias_table``: the official names, so released
-checkpoints load), the relative position bias and the head split. A kind
-only says how queries meet keys, through the kernels of
-:mod:`mmvisattn.ops`. A backbone or block names its kind one way,
-``attn_cfg=dict(type=<class>, **options)``:
+The windowed kinds extend multi-head self-attention
+(:class:`~.attention.SelfAttention`: ``qkv``, heads, ``proj``) through
+:class:`SwinAttention`, which adds the window and the learned relative
+position bias (``relative_position_bias_table``, the official name, so
+released checkpoints load). A kind only says how queries meet keys, through
+the kernels of :mod:`mmvisattn.ops`. A backbone or block names its kind one
+way, ``attn_cfg=dict(type=<class>, **options)``, and calls it ``attn(x)``:
 
 =============================  ============================================
 class (``attn_cfg.type``)      kernel
@@ -17,22 +17,26 @@ class (``attn_cfg.type``)      kernel
                                keys
 ``HaloSlidingWindowAttention`` the same result from halo tiles, no unfolded
                                keys
-``PerformerAttention``         FAVOR+ over all tokens
-``GlobalAttention``            full softmax MSA
+``PerformerAttention``         FAVOR+ over all tokens (:mod:`.attention`)
+``GlobalAttention``            full softmax MSA (:mod:`.attention`)
 =============================  ============================================
 
 Swin V2's ``CosineWindowAttention`` (:mod:`.swin_v2`) is window attention
 with cosine logits and a continuous position bias. (RSWAtt's attention is
 not a Swin kind: it is built by RSWAtt's own blocks, :mod:`.rswatt`.)
-Options every kind takes (:class:`SwinAttention`):
+The block gives a kind the window and the shift where it takes them
+(:func:`build_swin_attention`). Options of every kind:
 
-* ``relative_position`` (default True where the kind has windows, False
-  otherwise): the learned relative position bias; the windowless kinds
-  refuse it. With the backbone's ``use_abs_pos_embed`` these are the rows
-  of the paper's Table 4;
-* ``use_content`` (default True): False drops the q.k term, leaving the
-  position bias alone (Table 4's "rel. pos. w/o app.");
 * ``chunk_tokens``: rows per chunk on the CPU inference path.
+
+Options of the windowed kinds (:class:`SwinAttention`):
+
+* ``relative_position`` (default True): the learned relative position bias;
+  with the backbone's ``use_abs_pos_embed`` these are the rows of the
+  paper's Table 4 (the global kinds have no windows to index one by, and
+  take neither option);
+* ``use_content`` (default True): False drops the q.k term, leaving the
+  position bias alone (Table 4's "rel. pos. w/o app.").
 
 Options of :class:`WindowAttention` alone:
 
@@ -62,13 +66,11 @@ from mmengine.model.weight_init import trunc_normal_
 
 from mmvisattn.ops import (
     SHIFT_MODES,
-    attend,
+    check_shift,
     check_window,
     fast_part_allowed,
-    orthogonal_random_features,
     packed_weights_scope,
     padding_key_mask,
-    performer_attention,
     relative_position_index,
     resize_relative_position_table,
     shifted_window_mask,
@@ -84,106 +86,70 @@ from mmvisattn.ops import (
 from mmvisattn.ops.symbolic import is_concrete, recording, size_tensor
 from mmvisattn.registry import MODELS
 
-from .builder import build_part, registered_kinds
-from .linear import PackedLinear
+from .attention import SelfAttention
+from .builder import build_part, part_options, resolve_part
 from .mlp import Mlp
 
 DEFAULT_ATTENTION = 'WindowAttention'
-# Rows processed at once by the CPU inference path's chunks (ops.backend's
-# 'window_chunks' and 'mlp_chunks'): the (rows, 4C) MLP hidden state and
-# one chunk of windows' q/k/v/logits stay in the CPU's L2/L3 instead of
-# streaming the whole map through memory between ops.
-CHUNK_TOKENS = 4096
-def build_swin_attention(embed_dims: int, num_heads: int, window_size: int,
+
+
+def build_swin_attention(embed_dims: int, num_heads: int,
+                         window_size: Union[int, Tuple[int, int]],
+                         shift_size: Union[int, Tuple[int, int]] = 0,
                          qkv_bias: bool = True,
                          qk_scale: Optional[float] = None,
                          attn_drop_rate: float = 0.,
                          proj_drop_rate: float = 0.,
                          attn_cfg: Optional[dict] = None,
-                         default: str = DEFAULT_ATTENTION) -> 'SwinAttention':
+                         default: str = DEFAULT_ATTENTION) -> SelfAttention:
     """The attention kind of ``attn_cfg`` (``type``, by default
     ``default``, and its options), built by the one builder
-    (:func:`~.builder.build_part`) with what a Swin block sets itself."""
-    return build_part('attn_cfg', attn_cfg, SwinAttention, 'the Swin block',
+    (:func:`~.builder.build_part`) with what a Swin block sets itself: of
+    the block's window and shift, only what the kind takes (global
+    attention has neither, sliding windows no shift)."""
+    kind, _ = resolve_part('attn_cfg', attn_cfg, SelfAttention, default)
+    takes = part_options(kind)
+    windowing = {name: value for name, value in
+                 (('window_size', window_size), ('shift_size', shift_size))
+                 if name in takes}
+    return build_part('attn_cfg', attn_cfg, SelfAttention, 'the Swin block',
                       default=default, embed_dims=embed_dims,
-                      num_heads=num_heads, window_size=window_size,
-                      qkv_bias=qkv_bias, qk_scale=qk_scale,
-                      attn_drop_rate=attn_drop_rate,
-                      proj_drop_rate=proj_drop_rate)
+                      num_heads=num_heads, qkv_bias=qkv_bias,
+                      qk_scale=qk_scale, attn_drop_rate=attn_drop_rate,
+                      proj_drop_rate=proj_drop_rate, **windowing)
 
 
-class SwinAttention(BaseModule):
-    """What every Swin attention kind shares (see the module doc): the
-    ``qkv``/``proj`` projections, the relative position bias and the head
-    split. Takes and returns channels-last maps (B, H, W, C); ``shift_size``
-    is the block's window shift (window attention only). A kind implements
-    :meth:`attend` (projected output before dropout)."""
+class SwinAttention(SelfAttention):
+    """Self-attention within windows (see the module doc): what the windowed
+    kinds add to :class:`~.attention.SelfAttention`, a ``window_size`` and
+    the learned relative position bias it indexes. Takes and returns
+    channels-last maps (B, H, W, C)."""
 
-    has_windows = True  # can index a relative position bias
     rectangular_windows = False  # takes an (h, w) window_size
 
     def __init__(self,
                  embed_dims: int,
                  num_heads: int,
-                 window_size: Union[int, Tuple[int, int], None] = None,
-                 qkv_bias: bool = True,
-                 qk_scale: Optional[float] = None,
-                 attn_drop_rate: float = 0.,
-                 proj_drop_rate: float = 0.,
-                 relative_position: Optional[bool] = None,
+                 window_size: Union[int, Tuple[int, int]],
+                 relative_position: bool = True,
                  use_content: bool = True,
-                 chunk_tokens: int = CHUNK_TOKENS,
-                 init_cfg=None):
-        super().__init__(init_cfg)
-        if embed_dims % num_heads:
-            raise ValueError(f'embed_dims={embed_dims} is not divisible by '
-                             f'num_heads={num_heads}')
-        if self.has_windows:
-            window_size = self._check_window(window_size)
-        if relative_position is None:
-            relative_position = self.has_windows
-        if relative_position and not self.has_windows:
-            raise ValueError(
-                f'{type(self).__name__} has no windows to index a relative '
-                'position bias by: relative_position=True is refused (use '
-                "the backbone's use_abs_pos_embed=True for a position term)")
+                 **kwargs):
+        super().__init__(embed_dims, num_heads, **kwargs)
+        window_size = check_window(window_size, type(self).__name__,
+                                   pairs=self.rectangular_windows)
         if not use_content and not relative_position:
             raise ValueError(
                 f'{type(self).__name__}: use_content=False without '
                 'relative_position leaves no attention logits at all')
-        self.embed_dims = embed_dims
-        self.num_heads = num_heads
         self.window_size = window_size
-        # tokens of one window (h * w); None for the windowless kinds
-        self.window_tokens = math.prod(window_pair(window_size)) \
-            if self.has_windows else None
+        # tokens of one window (h * w)
+        self.window_tokens = math.prod(window_pair(window_size))
         self.use_content = use_content
-        self.chunk_tokens = chunk_tokens
-        self.scale = qk_scale or (embed_dims // num_heads)**-0.5
-        self.attn_drop_rate = attn_drop_rate
         self.relative_position = relative_position
         self.relative_position_bias_table = None
         if relative_position:
             self.build_position_bias()
-        self.qkv = PackedLinear(embed_dims, embed_dims * 3, bias=qkv_bias)
-        self.proj = PackedLinear(embed_dims, embed_dims)
-        self._register_load_state_dict_pre_hook(self._drop_position_index)
-        self.proj_drop = nn.Dropout(proj_drop_rate)
-
-    def _check_window(self, window_size):
-        """A window is a positive int, or an (h, w) pair of them where the
-        kind takes rectangular windows (:func:`mmvisattn.ops.check_window`)."""
-        name = type(self).__name__
-        if window_size is None:
-            raise ValueError(f'{name} attends within windows: it needs a '
-                             'window_size')
-        return check_window(window_size, name,
-                            pairs=self.rectangular_windows)
-
-    @staticmethod
-    def kinds():
-        """Names of the registered Swin attention kinds, sorted."""
-        return registered_kinds(SwinAttention)
+        self._register_load_state_dict_pre_hook(self._resize_bias_table)
 
     def build_position_bias(self):
         """The learned relative position bias: a table with a row per
@@ -196,14 +162,12 @@ class SwinAttention(BaseModule):
                              relative_position_index(self.window_size),
                              persistent=False)
 
-    def _drop_position_index(self, state_dict, prefix, *args, **kwargs):
-        """Released checkpoints store derived buffers (V1's
-        ``relative_position_index``, V2's ``relative_coords_table`` too);
-        every non-persistent buffer here is derived from the window and
-        rebuilt, never loaded. A table of another window (7 at 224, loaded
-        at 12) is resized bicubically, as mmdet, mmseg and timm resize it."""
-        for name in self._non_persistent_buffers_set:
-            state_dict.pop(prefix + name, None)
+    def _resize_bias_table(self, state_dict, prefix, *args, **kwargs):
+        """A table of another window (7 at 224, loaded at 12) is resized
+        bicubically, as mmdet, mmseg and timm resize it. (The buffers
+        derived from the window, ``relative_position_index`` and V2's
+        ``relative_coords_table``, are rebuilt, never loaded: every layout's
+        conversion drops them, ``swin_convert.drop_derived_buffers``.)"""
         table = state_dict.get(prefix + 'relative_position_bias_table')
         own = self.relative_position_bias_table
         if table is not None and own is not None and \
@@ -243,47 +207,26 @@ class SwinAttention(BaseModule):
         return self._bias_table_rows(
             sliding_relative_index(self.window_size, device)).T
 
-    # ------------------------------------------------------------- forward
-    def _split_heads(self, qkv: torch.Tensor):
-        """(*, L, 3C) -> q, k, v each (*, heads, L, d), contiguous (the CPU
-        fused attention kernel is several times slower on strided input)."""
-        *lead, L, _ = qkv.shape
-        qkv = qkv.view(*lead, L, 3, self.num_heads, -1)
-        perm = (len(lead) + 1, *range(len(lead)), len(lead) + 2, len(lead),
-                len(lead) + 3)
-        return qkv.permute(*perm).contiguous().unbind(0)
-
-    def project_qkv(self, x: torch.Tensor) -> torch.Tensor:
-        """(*, L, C) tokens -> (*, L, 3C) queries, keys and values (q, then
-        k, then v, heads within each): the one place they are projected."""
-        return self.qkv(x)
-
     def _map_qkv(self, x: torch.Tensor):
         """q, k, v (B, heads, H*W, d) of a (B, H, W, C) map."""
         B, H, W, C = x.shape
         return self._split_heads(self.project_qkv(x.view(B, H * W, C)))
 
-    def attend(self, x: torch.Tensor, shift_size: int) -> torch.Tensor:
-        """(B, H, W, C) -> projected attention output (B, H, W, C)."""
-        raise NotImplementedError
-
-    def forward(self, x: torch.Tensor, shift_size: int = 0) -> torch.Tensor:
-        """x: (B, H, W, C) -> (B, H, W, C)."""
-        return self.proj_drop(self.attend(x, shift_size))
-
 
 @MODELS.register_module()
 class WindowAttention(SwinAttention):
     """(Shifted) window attention, the Swin default: tokens attend within
-    non-overlapping M x M windows (or h x w, ``window_size=(h, w)``);
-    ``shift_mode`` says how shifted blocks handle the windows that cross
-    the border; ``pad_small_map`` how a map of at most one window is
-    treated (see the module doc)."""
+    non-overlapping M x M windows (or h x w, ``window_size=(h, w)``),
+    displaced by ``shift_size`` (the block's: 0 for W-MSA, M // 2 for
+    SW-MSA); ``shift_mode`` says how shifted windows handle the windows
+    that cross the border; ``pad_small_map`` how a map of at most one window
+    is treated (see the module doc)."""
 
     rectangular_windows = True
 
-    def __init__(self, *args, shift_mode: str = 'cyclic',
-                 pad_small_map: bool = True, **kwargs):
+    def __init__(self, *args, shift_size: Union[int, Tuple[int, int]] = 0,
+                 shift_mode: str = 'cyclic', pad_small_map: bool = True,
+                 **kwargs):
         super().__init__(*args, **kwargs)
         if shift_mode not in SHIFT_MODES:
             raise ValueError(f'WindowAttention: shift_mode={shift_mode!r}; '
@@ -293,10 +236,12 @@ class WindowAttention(SwinAttention):
                 f'{type(self).__name__}: pad_small_map=False (the '
                 'classifiers\' rule for a map of one window) takes a square '
                 f'window, not window_size={self.window_size}')
+        self.shift_size = check_shift(shift_size, self.window_size,
+                                      type(self).__name__)
         self.shift_mode = shift_mode
         self.pad_small_map = pad_small_map
 
-    def _window_setup(self, x: torch.Tensor, shift_size: int):
+    def _window_setup(self, x: torch.Tensor):
         """Window slots and additive mask of one call on ``x`` (B, H, W, C):
         ``(layout, mask or None, tokens)``, tokens (B, frame pixels, C) of
         the zero-padded frame that ``layout.gather_index`` reads.
@@ -307,7 +252,7 @@ class WindowAttention(SwinAttention):
         and ``pad_small_map=False``'s "no shift when a side is one window"
         is a 0-dim tensor shift computed in the graph."""
         B, H, W, C = x.shape
-        ws = self.window_size
+        ws, shift_size = self.window_size, self.shift_size
         concrete = is_concrete(H, W)
         if not self.pad_small_map and concrete:
             if min(H, W) < ws:
@@ -355,13 +300,12 @@ class WindowAttention(SwinAttention):
             mask = None
         return layout, mask, x.reshape(B, -1, C)
 
-    def window_probabilities(self, x: torch.Tensor, shift_size: int):
+    def window_probabilities(self, x: torch.Tensor):
         """What the window kernel never returns, for analysis: ``(probs, v,
-        layout, mask)`` of ``forward(x, shift_size)``, probs (B, windows,
-        heads, N, N) and v (B, windows, heads, N, d) in ``layout``'s window
-        slots."""
+        layout, mask)`` of ``forward(x)``, probs (B, windows, heads, N, N)
+        and v (B, windows, heads, N, d) in ``layout``'s window slots."""
         B, C, N = x.shape[0], x.shape[-1], self.window_tokens
-        layout, mask, tokens = self._window_setup(x, shift_size)
+        layout, mask, tokens = self._window_setup(x)
         windows = tokens.index_select(1, layout.gather_index).view(
             B, layout.num_windows, N, C)
         q, k, v = self._split_heads(self.project_qkv(windows))
@@ -369,12 +313,12 @@ class WindowAttention(SwinAttention):
                                          self.scale, self.use_content)
         return probs, v, layout, mask
 
-    def forward(self, x: torch.Tensor, shift_size: int = 0) -> torch.Tensor:
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x: (B, H, W, C) -> (B, H, W, C): roll + partition in one gather,
         attention in every window, reverse + roll back + crop in one
         gather."""
         B, H, W, C = x.shape
-        layout, mask, tokens = self._window_setup(x, shift_size)
+        layout, mask, tokens = self._window_setup(x)
         if fast_part_allowed(self, x, 'window_chunks'):
             out = self.attend_in_chunks(tokens, layout, mask)
         else:
@@ -445,7 +389,7 @@ class SlidingWindowAttention(SwinAttention):
 
     kernel = staticmethod(sliding_window_attention_naive)
 
-    def attend(self, x: torch.Tensor, shift_size: int) -> torch.Tensor:
+    def attend(self, x: torch.Tensor) -> torch.Tensor:
         B, H, W, C = x.shape
         q, k, v = (t.view(B, self.num_heads, H, W, -1)
                    for t in self._map_qkv(x))
@@ -461,68 +405,6 @@ class HaloSlidingWindowAttention(SlidingWindowAttention):
     :class:`SlidingWindowAttention` without unfolding the keys."""
 
     kernel = staticmethod(sliding_window_attention_blocked)
-
-
-@MODELS.register_module()
-class GlobalAttention(SwinAttention):
-    """Full softmax self-attention over all tokens: the package's one global
-    multi-head self-attention. Tokens come channels-last in any layout, a
-    (B, H, W, C) map (the quadratic reference of Swin's ablations, the
-    HTC++ backbone's extra global block) or a (B, N, C) sequence (TNT's
-    inner and outer transformers); the output has the input's shape."""
-
-    has_windows = False
-
-    def global_attention(self, q, k, v):
-        return attend(q, k, v, scale=self.scale,
-                      dropout_p=self.attn_drop_rate if self.training else 0.)
-
-    def _token_qkv(self, x: torch.Tensor):
-        """q, k, v (B, heads, N, d) of every token of ``x`` (B, ..., C)."""
-        return self._split_heads(
-            self.project_qkv(x.reshape(x.shape[0], -1, x.shape[-1])))
-
-    def attend(self, x: torch.Tensor, shift_size: int = 0) -> torch.Tensor:
-        out = self.global_attention(*self._token_qkv(x))
-        return self.proj(out.transpose(1, 2).reshape(x.shape))
-
-    def probabilities(self, x: torch.Tensor) -> torch.Tensor:
-        """(B, heads, N, N) attention probabilities of ``forward(x)``, for
-        analysis (the fused kernel never returns them)."""
-        q, k, _ = self._token_qkv(x)
-        return window_attention_weights(q.unsqueeze(1), k.unsqueeze(1),
-                                        scale=self.scale)[:, 0]
-
-
-@MODELS.register_module()
-class PerformerAttention(GlobalAttention):
-    """FAVOR+ (Performer) linear attention over all tokens.
-
-    ``performer_features``: random features m, default d ln d for head
-    width d (the FAVOR+ paper's choice). They are drawn once and saved with
-    the weights (``performer_projection``), so a checkpoint reproduces its
-    outputs exactly."""
-
-
-    def __init__(self, embed_dims: int, num_heads: int,
-                 window_size: Optional[int] = None, *args,
-                 performer_features: Optional[int] = None, **kwargs):
-        super().__init__(embed_dims, num_heads, window_size, *args, **kwargs)
-        head_dims = embed_dims // num_heads
-        if performer_features is None:
-            performer_features = max(1, round(head_dims * math.log(head_dims)))
-        self.register_buffer(
-            'performer_projection',
-            orthogonal_random_features(performer_features, head_dims))
-
-    def global_attention(self, q, k, v):
-        return performer_attention(q, k, v, self.performer_projection,
-                                   self.scale)
-
-    def probabilities(self, x: torch.Tensor) -> torch.Tensor:
-        raise NotImplementedError(
-            'PerformerAttention approximates softmax attention with random '
-            'features and forms no (N, N) probabilities')
 
 
 class SwinBlock(BaseModule):
@@ -561,32 +443,20 @@ class SwinBlock(BaseModule):
                  init_cfg=None):
         super().__init__(init_cfg)
         window_size = check_window(window_size, type(self).__name__)
-        shift_size = check_window(shift_size, type(self).__name__,
-                                  'shift_size', minimum=0)
-        if not all(s < m for s, m in zip(window_pair(shift_size),
-                                              window_pair(window_size))):
-            raise ValueError(f'shift_size={shift_size} must be in '
-                             f'[0, window_size={window_size})')
+        shift_size = check_shift(shift_size, window_size, type(self).__name__)
         self.window_size = window_size
         self.shift_size = shift_size
         self.with_cp = with_cp
         self.norm1 = build_norm_layer(norm_cfg, embed_dims)[1]
         self.attn = build_swin_attention(embed_dims, num_heads, window_size,
-                                         qkv_bias, qk_scale, attn_drop_rate,
-                                         drop_rate, attn_cfg,
+                                         shift_size, qkv_bias, qk_scale,
+                                         attn_drop_rate, drop_rate, attn_cfg,
                                          self.default_attention)
         self.drop_path = build_dropout(
             dict(type='DropPath', drop_prob=drop_path_rate))
         self.norm2 = build_norm_layer(norm_cfg, embed_dims)[1]
         self.mlp = Mlp(embed_dims, int(embed_dims * mlp_ratio), act_cfg,
                        drop_rate, chunk_rows=self.attn.chunk_tokens)
-        self._register_load_state_dict_pre_hook(self._drop_attn_mask)
-
-    @staticmethod
-    def _drop_attn_mask(state_dict, prefix, *args, **kwargs):
-        """The official classifier stores each block's shift mask; it is
-        derived from the window layout and rebuilt here, never loaded."""
-        state_dict.pop(prefix + 'attn_mask', None)
 
     def forward(self, x: torch.Tensor, hw_shape: Tuple[int, int]
                 ) -> torch.Tensor:
@@ -599,6 +469,6 @@ class SwinBlock(BaseModule):
     def residual_branches(self, x: torch.Tensor,
                           hw_shape: Tuple[int, int]) -> torch.Tensor:
         B, L, C = x.shape
-        attn = self.attn(self.norm1(x).view(B, *hw_shape, C), self.shift_size)
+        attn = self.attn(self.norm1(x).view(B, *hw_shape, C))
         x = x + self.drop_path(attn.view(B, L, C))
         return x + self.drop_path(self.mlp(self.norm2(x)))

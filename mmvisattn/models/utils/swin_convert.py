@@ -25,7 +25,9 @@ import torch
 
 from mmvisattn.ops import relative_position_index
 
-# Derived buffers of the official model: we rebuild them, never load them.
+# Buffers derived from the window (its relative offsets, V2's log-spaced
+# coordinates, the official block's shift mask): rebuilt, never loaded.
+# Every layout's conversion drops them here, the one place they are dropped.
 _DERIVED = re.compile(r'(relative_position_index|relative_coords_table|'
                       r'attn_mask)$')
 
