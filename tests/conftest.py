@@ -29,6 +29,10 @@ from helpers import (
 # Scripts the tests launch (tools/dist_train.sh, ...) run the interpreter that
 # runs the tests, not whatever `python` comes first on PATH.
 os.environ['PYTHON'] = sys.executable
+# The suite never downloads: a model that wants a file from the Hugging Face
+# hub (the peers' GLIP and Grounding DINO text encoders) fails at once with
+# the hub's own error instead of retrying for half a minute per model.
+os.environ.setdefault('HF_HUB_OFFLINE', '1')
 
 SEG_DEMO_CONFIG = osp.join(REPO, 'configs', 'demo',
                            'upernet_swin-t_shapes-ade.py')
@@ -276,9 +280,44 @@ def pytest_testnodedown(node, error):
     _disk_written[node.gateway.id] = out.get('mmvisattn_disk_written', 0)
 
 
+_peer_zoo = {}  # (peer, config) -> (outcome, detail): tests/test_peer_zoo.py
+
+
+def pytest_runtest_logreport(report):
+    """The peer zoo's outcomes, from the test's report (xdist sends it with
+    its user properties to the controller)."""
+    for name, value in report.user_properties:
+        if name == 'peer_zoo':
+            for package, config, outcome, detail in value:
+                _peer_zoo[package, config] = (outcome, detail)
+
+
+def _write_peer_zoo(write):
+    """Per peer, how many of its configs had each outcome; the reasons the
+    peers could not build, and anything different, one line each."""
+    if not _peer_zoo:
+        return
+    write('peer zoo: configs per outcome (tests/test_peer_zoo.py)')
+    for package in sorted({p for p, _ in _peer_zoo}):
+        outcomes = [o for (p, _), (o, _) in _peer_zoo.items() if p == package]
+        counts = ', '.join(f'{outcomes.count(o)} {o}'
+                           for o in sorted(set(outcomes)))
+        write(f'  {package}: {len(outcomes)} configs: {counts}')
+    reasons = {}
+    for (package, config), (outcome, detail) in sorted(_peer_zoo.items()):
+        if outcome != 'same':
+            reasons.setdefault((outcome, detail), []).append(
+                f'{package}:{config}')
+    for (outcome, detail), configs in sorted(reasons.items()):
+        write(f'  {outcome} ({len(configs)}): {detail} [{configs[0]}'
+              + (f' and {len(configs) - 1} more]' if len(configs) > 1
+                 else ']'))
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     total = sum(_checkpoint_bytes.values())
     write = terminalreporter.write_line
+    _write_peer_zoo(write)
     write(f'checkpoints written by this run: {total / 1024**3:.2f} GiB in '
           f'{len(_checkpoint_bytes)} tests/modules (budget '
           f'{CHECKPOINT_BUDGET / 1024**3:.0f} GiB for the whole suite)')
