@@ -50,7 +50,7 @@ RSWATT = dict(type='RSWAttTransformer',
               out_indices=(0, 1))
 RSWATT_VIT = dict(type='RSWAttViT',
                   arch=dict(embed_dims=32, depth=2, num_heads=2),
-                  img_size=64, window_size=(2, 4))
+                  img_size=64, scale_windows=(2, 4))
 SWIN_V2 = dict(type='SwinTransformerV2',
                arch=dict(embed_dims=32, depths=(2, 2), num_heads=(2, 4)),
                out_indices=(0, 1), window_size=4, pretrained_window_sizes=8)

@@ -187,10 +187,10 @@ def test_paper_convention_counts_rswatt_neck_and_head_attention():
         def __init__(self):
             super().__init__()
             self.backbone = torch.nn.Conv2d(3, 16, 4, 4)
-            self.neck = RSWAttNeck(16, 2, num_heads=2, window_size=(3, 5))
+            self.neck = RSWAttNeck(16, 2, num_heads=2, scale_windows=(3, 5))
             self.decode_head = RSWAttHead(
                 in_channels=[16, 16], in_index=[0, 1], channels=16,
-                num_classes=3, num_layers=1, num_heads=2, window_size=(3, ))
+                num_classes=3, num_layers=1, num_heads=2, scale_windows=(3, ))
 
         def forward(self, img):
             x = self.backbone(img)

@@ -17,6 +17,7 @@ unable) is counted at the end of the run (conftest.py); any "different"
 fails. A sample runs in the fast tier, every model in the whole suite."""
 import copy
 import importlib
+import itertools
 
 import pytest
 import torch
@@ -61,19 +62,20 @@ def _configs(model_cfg):
     return peer, ours
 
 
-def _input(package, backbone):
+def _inputs(package, backbone):
     """A detector's or segmentor's input: 128x192, multiples of the
     largest stride (64) but not of any window (7, 12, 16 tokens of stride
-    4). A classifier's: its training size plus 40 px (TNT's exactly: its
-    position embedding has no other size)."""
+    4). A classifier's: its training size plus 40 px, and its training
+    size, where the last stage is one window, which the classifiers do not
+    shift (TNT's: the training size, its position embedding has no
+    other)."""
     channels = backbone.get('in_channels', 3)
     if package != 'mmpretrain':
-        return torch.randn(1, channels, 128, 192)
+        return [torch.randn(1, channels, 128, 192)]
     size = backbone.get('img_size', 224)
     size = size[0] if isinstance(size, (tuple, list)) else size
-    if backbone['type'] != 'TNT':
-        size += 40
-    return torch.randn(1, channels, size, size)
+    sizes = [size] if backbone['type'] == 'TNT' else [size + 40, size]
+    return [torch.randn(1, channels, s, s) for s in sizes]
 
 
 def _tensors(out):
@@ -94,7 +96,7 @@ def _trainable(model, whole):
                       if p.requires_grad) for name, part in parts}
 
 
-def _differences(peer, ours, x, features, whole):
+def _differences(peer, ours, inputs, features, whole):
     """What differs between ``peer`` and ``ours`` (the peer's weights
     loaded into ours strictly), or an empty list."""
     found = []
@@ -111,11 +113,11 @@ def _differences(peer, ours, x, features, whole):
                      f'{trainable[1]}')
     peer.eval()
     ours.eval()
-    checks = [('backbone', lambda m, x: m(x) if not whole else m.backbone(x),
+    checks = [('backbone', lambda m, x: m.backbone(x) if whole else m(x),
                BACKBONE_TOLERANCE)]
     if whole:
         checks.append(('features', features, FEATURE_TOLERANCE))
-    for what, outputs, tolerance in checks:
+    for (what, outputs, tolerance), x in itertools.product(checks, inputs):
         with torch.no_grad():
             theirs, mine = (_tensors(outputs(m, x)) for m in (peer, ours))
         if [t.shape for t in theirs] != [t.shape for t in mine]:
@@ -140,7 +142,7 @@ def compare(zoo):
     """(outcome, detail) of one zoo model."""
     registry = _registry(zoo.package)
     peer_cfg, ours_cfg = _configs(zoo.model)
-    x = _input(zoo.package, peer_cfg['backbone'])
+    inputs = _inputs(zoo.package, peer_cfg['backbone'])
     with DefaultScope.overwrite_default_scope(zoo.package):
         reason = None
         try:
@@ -165,7 +167,8 @@ def compare(zoo):
                 ours = registry.build(ours_cfg)
         except Exception as e:
             return DIFFERENT, f'ours does not build: {type(e).__name__}: {e}'
-        found = _differences(peer, ours, x, features, whole=reason is None)
+        found = _differences(peer, ours, inputs, features,
+                             whole=reason is None)
     if found:
         return DIFFERENT, '; '.join(found)
     if reason is not None:

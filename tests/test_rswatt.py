@@ -112,7 +112,7 @@ def test_gradients_reach_the_extents_and_the_window_predictor():
     assert extents.grad.abs().sum() > 0
 
     torch.manual_seed(0)
-    attn = ReconstructedWindowAttention(32, 4, window_size=(3, 7))
+    attn = ReconstructedWindowAttention(32, 4, scale_windows=(3, 7))
     attn.init_weights()
     x = torch.randn(2, 10, 12, 32)
     out, ext, _ = attn(x)
@@ -129,7 +129,7 @@ def test_gradients_reach_the_extents_and_the_window_predictor():
 
 def test_anchor_predictor_mixes_anchor_windows():
     attn = ReconstructedWindowAttention(
-        16, 2, window_size=(9, ), window_predictor=dict(type='AnchorExtents'))
+        16, 2, scale_windows=(9, ), window_predictor=dict(type='AnchorExtents'))
     attn.init_weights()
     ext = attn.window_pred(torch.randn(1, 4, 4, 16))
     # zero init: the mean of the anchors, times the largest extents (4)
@@ -148,22 +148,22 @@ def test_kernel_refuses_bad_arguments():
         reconstructed_window_attention(q, k, v, 5, _full(5, 2, 9, 11), 0.)
 
 
-def test_window_size_is_an_int_or_one_per_scale():
+def test_scale_windows_is_an_int_or_one_per_scale():
     """One name for the window everywhere: an int is one scale; the old
     plural spelling is an unexpected keyword; a bad window is named."""
-    assert ReconstructedWindowAttention(16, 2, window_size=5).window_size \
+    assert ReconstructedWindowAttention(16, 2, scale_windows=5).scale_windows \
         == (5, )
-    with pytest.raises(TypeError, match='window_sizes'):
-        RSWAttTransformer(arch='nano', window_sizes=(3, 5))
+    with pytest.raises(TypeError, match='scale_windowss'):
+        RSWAttTransformer(arch='nano', scale_windowss=(3, 5))
     for bad in (0, (3, 0), (), (3.5, )):
-        with pytest.raises(ValueError, match='window_size'):
-            ReconstructedWindowAttention(16, 2, window_size=bad)
+        with pytest.raises(ValueError, match='scale_windows'):
+            ReconstructedWindowAttention(16, 2, scale_windows=bad)
 
 
 @pytest.mark.parametrize('hw', [(64, 64), (70, 45), (20, 20)])
 def test_backbone_pyramid(hw):
     torch.manual_seed(0)
-    model = RSWAttTransformer(arch='nano', window_size=(3, 5))
+    model = RSWAttTransformer(arch='nano', scale_windows=(3, 5))
     model.init_weights()
     model.eval()
     with torch.no_grad():
@@ -176,7 +176,7 @@ def test_backbone_pyramid(hw):
 
 def test_backbone_training_options():
     torch.manual_seed(0)
-    model = RSWAttTransformer(arch='nano', window_size=(3, ),
+    model = RSWAttTransformer(arch='nano', scale_windows=(3, ),
                               frozen_stages=1, with_cp=True,
                               out_indices=(1, 3))
     model.init_weights()
@@ -225,7 +225,7 @@ def _paper_formula(q, k, v, M, logit_scale, mlp, bias):
 def test_mlp_reconstruction_matches_the_papers_formula():
     torch.manual_seed(3)
     layer = ReconstructedWindowAttention(
-        8, 2, window_size=(5, ), window_predictor=None,
+        8, 2, scale_windows=(5, ), window_predictor=None,
         reconstruction=dict(type='MLPReweighting'))
     layer.init_weights()
     mlp = layer.reconstruction
@@ -275,7 +275,7 @@ def test_upernet_rswatt_loss_step_on_camvid_ade(tmp_path):
 def test_resnet_plugin_starts_as_the_plain_resnet_and_learns():
     from mmdet.models.backbones import ResNet
     plugins = [dict(cfg=dict(type='mmvisattn.RSWAttPlugin',
-                             window_size=(3, 5)),
+                             scale_windows=(3, 5)),
                     stages=(False, True, True, True),
                     position='after_conv2')]
     torch.manual_seed(0)
@@ -302,7 +302,7 @@ def test_resnet_plugin_starts_as_the_plain_resnet_and_learns():
 
 def test_rswatt_neck_keeps_every_level():
     from mmvisattn.models.plugins import RSWAttNeck
-    neck = RSWAttNeck(in_channels=32, num_levels=3, window_size=(3, ),
+    neck = RSWAttNeck(in_channels=32, num_levels=3, scale_windows=(3, ),
                       init_scale=0.5)
     neck.init_weights()
     feats = tuple(torch.randn(2, 32, s, s) for s in (16, 8, 4))

@@ -187,8 +187,8 @@ def test_every_variant_builds_what_it_says(task, tmp_path):
                        ('adaptive-anchor', 'AnchorExtents'),
                        ('adaptive-enhanced', 'EnhancedAnchorExtents')):
         assert type(attn[name].window_pred).__name__ == part
-        assert attn[name].window_size == (9, )
-    assert attn['ms-gate'].window_size == attn['ms-concat'].window_size \
+        assert attn[name].scale_windows == (9, )
+    assert attn['ms-gate'].scale_windows == attn['ms-concat'].scale_windows \
         == (5, 9)
     assert type(attn['ms-gate'].fusion).__name__ == 'GateFusion'
     assert type(attn['ms-concat'].fusion).__name__ == 'ConcatFusion'

@@ -85,7 +85,7 @@ def test_an_option_the_part_does_not_take_is_an_error(kwargs, message):
 def test_an_unknown_option_is_a_type_error_naming_it():
     """Also for the string options of the unreleased API, removed
     (CHANGELOG.md): the parts are chosen by type."""
-    for kwargs, key in ((dict(window_sizes=(5, )), 'window_sizes'),
+    for kwargs, key in ((dict(scale_windowss=(5, )), 'scale_windowss'),
                         (dict(predictor='anchors'), 'predictor'),
                         (dict(adaptive=False), 'adaptive')):
         with pytest.raises(TypeError, match=key):
@@ -142,29 +142,29 @@ def _builders():
         return RSWAttBlock(16, 2, (3, ), attn_cfg=cfg)
 
     def plugin(cfg):
-        return RSWAttPlugin(16, window_size=(3, ), attn_cfg=cfg)
+        return RSWAttPlugin(16, scale_windows=(3, ), attn_cfg=cfg)
 
     def neck(cfg):
-        return RSWAttNeck(16, 2, window_size=(3, ), attn_cfg=cfg)
+        return RSWAttNeck(16, 2, scale_windows=(3, ), attn_cfg=cfg)
 
     def head(cfg):
         return RSWAttHead(in_channels=[16, 16], in_index=[0, 1], channels=16,
                           num_classes=2, num_layers=1, num_heads=2,
-                          window_size=(3, ), attn_cfg=cfg)
+                          scale_windows=(3, ), attn_cfg=cfg)
 
     def uper_head(cfg):
         return RSWAttUPerHead(in_channels=[16, 16], in_index=[0, 1],
                               pool_scales=(1, ), channels=16, num_classes=2,
-                              window_size=(3, ), attn_cfg=cfg)
+                              scale_windows=(3, ), attn_cfg=cfg)
 
     def transformer(cfg):
         return RSWAttTransformer(
             arch=dict(embed_dims=16, depths=(1, 1), num_heads=(1, 2)),
-            window_size=(3, ), attn_cfg=cfg, out_indices=(0, 1))
+            scale_windows=(3, ), attn_cfg=cfg, out_indices=(0, 1))
 
     def vit(cfg):
         return RSWAttViT(dict(embed_dims=16, depth=1, num_heads=2),
-                         img_size=32, window_size=(3, ), attn_cfg=cfg)
+                         img_size=32, scale_windows=(3, ), attn_cfg=cfg)
 
     maps = [torch.randn(1, 16, 8, 6), torch.randn(1, 16, 4, 3)]
     return [
@@ -205,8 +205,8 @@ def test_attn_cfg_builds_any_registered_rswatt_attention(build, run):
             'ReconstructedWindowAttention')):
         build(dict(type='WindowAttention'))
     with pytest.raises(ValueError,
-                       match=re.escape('attn_cfg: window_size is set by')):
-        build(dict(window_size=(5, )))
+                       match=re.escape('attn_cfg: scale_windows is set by')):
+        build(dict(scale_windows=(5, )))
 
 
 def test_parts_are_found_under_another_default_scope():
@@ -217,7 +217,7 @@ def test_parts_are_found_under_another_default_scope():
     with DefaultScope.overwrite_default_scope('mmdet'):
         neck = MMDET_MODELS.build(dict(
             type='mmvisattn.RSWAttNeck', in_channels=16, num_levels=1,
-            window_size=(3, ),
+            scale_windows=(3, ),
             attn_cfg=dict(window_predictor=dict(type='OffsetExtents'),
                           fusion=dict(type='ConcatFusion'))))
     attn = neck.blocks[0].attn
@@ -225,3 +225,18 @@ def test_parts_are_found_under_another_default_scope():
     assert isinstance(attn.fusion, ConcatFusion)
 
 
+
+
+@pytest.mark.parametrize('build', [
+    lambda: RSWAttTransformer(arch='nano', window_size=(5, 9)),
+    lambda: RSWAttViT(window_size=(5, 9)),
+    lambda: ReconstructedWindowAttention(16, 2, window_size=(5, 9)),
+    lambda: RSWAttBlock(16, 2, window_size=(5, 9)),
+    lambda: RSWAttPlugin(16, window_size=(5, 9)),
+    lambda: RSWAttNeck(16, 2, window_size=(5, 9)),
+], ids=['backbone', 'vit', 'attention', 'block', 'plugin', 'neck'])
+def test_window_size_is_refused_by_name_scale_windows_is_the_name(build):
+    """window_size is one window everywhere (an int or an (h, w) pair);
+    RSWAtt's windows, one per scale, are scale_windows (CHANGELOG.md)."""
+    with pytest.raises(TypeError, match="'window_size'"):
+        build()

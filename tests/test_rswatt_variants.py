@@ -56,7 +56,7 @@ def _reference(layer, x):
     q, k, v = layer.qkv(x).reshape(B, H, W, 3, heads, C // heads).permute(
         3, 0, 4, 1, 2, 5).unbind(0)
     outs = []
-    for s, m in enumerate(layer.window_size):
+    for s, m in enumerate(layer.scale_windows):
         bias = layer.relative_position_bias_tables[s][getattr(
             layer, f'relative_index_{m}')].t()
         out = sliding_window_attention_naive(q, k, v, m, bias=bias)
@@ -76,7 +76,7 @@ def _reference(layer, x):
                                           ('ConcatFusion', (4, 8, 16)),
                                           ('ConcatFusion', (3, ))])
 def test_fixed_windows_are_plain_sliding_window_attention(fusion, sizes):
-    layer = _layer(window_size=sizes, fusion=fusion, window_predictor=None)
+    layer = _layer(scale_windows=sizes, fusion=fusion, window_predictor=None)
     assert layer.window_pred is None
     x = torch.randn(2, 10, 13, 32)
     out, extents, _ = layer(x)
@@ -88,7 +88,7 @@ def _pin_full_windows(layer):
     """Predictor outputs that put every window at its full M x M."""
     pred = layer.window_pred
     last = pred.mlp[-1] if isinstance(pred, OffsetExtents) else pred.linear
-    scales = len(layer.window_size)
+    scales = len(layer.scale_windows)
     with torch.no_grad():
         last.weight.zero_()
         bias = last.bias.view(scales, -1)
@@ -102,7 +102,7 @@ def _pin_full_windows(layer):
 @pytest.mark.parametrize('predictor', PREDICTORS)
 @pytest.mark.parametrize('fusion', ['GateFusion', 'ConcatFusion'])
 def test_pinned_windows_equal_sliding_window_attention(predictor, fusion):
-    layer = _layer(window_size=(4, 7), fusion=fusion,
+    layer = _layer(scale_windows=(4, 7), fusion=fusion,
                    window_predictor=predictor,
                    reconstruction=dict(type='SoftWindows', temperature=1e-4))
     _pin_full_windows(layer)
@@ -112,7 +112,7 @@ def test_pinned_windows_equal_sliding_window_attention(predictor, fusion):
 
 @pytest.mark.parametrize('predictor', PREDICTORS)
 def test_gradients_reach_every_predictor(predictor):
-    layer = _layer(window_size=(4, 8, 16), fusion='ConcatFusion',
+    layer = _layer(scale_windows=(4, 8, 16), fusion='ConcatFusion',
                    window_predictor=predictor)
     out, extents, _ = layer(torch.randn(2, 12, 14, 32))
     limits = layer.window_pred.extent_limits
@@ -144,7 +144,7 @@ def test_predictor_starting_windows():
         expected = layer.window_pred.extent_limits * 0.5
         assert torch.allclose(layer.window_pred(x)[0, 0, 0], expected,
                               atol=1e-6)
-    layer = _layer(window_size=(9, ),
+    layer = _layer(scale_windows=(9, ),
                    window_predictor='EnhancedAnchorExtents')
     anchors = layer.window_pred.anchors
     assert anchors.shape == (8, 4)
@@ -219,7 +219,7 @@ def test_rswatt_vit_presets_outputs_and_freezing():
     torch.manual_seed(0)
     model = RSWAttViT()  # the source's example: 768 wide, 6 layers
     assert len(model.layers) == 6 and model.embed_dims == 768
-    assert model.layers[0].attn.window_size == (4, 8, 16)
+    assert model.layers[0].attn.scale_windows == (4, 8, 16)
     assert type(model.layers[0].attn.fusion).__name__ == 'ConcatFusion'
     assert type(model.layers[0].attn.window_pred).__name__ == \
         'OffsetExtents'
@@ -384,10 +384,10 @@ def test_ablation_variants_build_what_they_say(tmp_path):
         built[name] = MODELS.build(cfg.model).backbone
     attn = {n: b.layers[0].blocks[0].attn for n, b in built.items()}
     assert attn['fixed'].window_pred is None
-    assert attn['fixed'].window_size == attn['adaptive'].window_size == (
+    assert attn['fixed'].scale_windows == attn['adaptive'].scale_windows == (
         9, )
     assert attn['adaptive'].window_pred is not None
-    assert attn['ms-gate'].window_size == (5, 9)
+    assert attn['ms-gate'].scale_windows == (5, 9)
     assert attn['ms-gate'].fusion.gate is not None
     assert type(attn['ms-concat'].fusion).__name__ == 'ConcatFusion'
     assert type(built['swin']).__name__ == 'SwinTransformer'
@@ -413,7 +413,7 @@ def test_variants_under_inference_mode_and_bf16_autocast(predictor):
     with bf16 autocast (finite gradients), eval under inference_mode (the
     same result as under no_grad), then training again."""
     model = RSWAttViT(dict(embed_dims=32, depth=2, num_heads=2),
-                      img_size=32, window_size=(2, 4),
+                      img_size=32, scale_windows=(2, 4),
                       attn_cfg=dict(window_predictor=dict(type=predictor),
                                     fusion=dict(type='ConcatFusion')))
     model.init_weights()

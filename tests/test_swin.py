@@ -300,7 +300,7 @@ def test_one_skeleton_freezes_and_evaluates_alike(name):
                                       out_indices=(0, 1)),
                  TNT=dict(arch=dict(outer_dims=48, inner_dims=8,
                                     outer_heads=2, inner_heads=2, depth=2)),
-                 RSWAttTransformer=dict(arch='nano', window_size=(3, )))
+                 RSWAttTransformer=dict(arch='nano', scale_windows=(3, )))
     model = cls(frozen_stages=1, norm_eval=True, **small[name])
     assert isinstance(model, BackboneBase)
     model.add_module('extra_bn', torch.nn.BatchNorm2d(4))
@@ -317,12 +317,17 @@ def test_one_skeleton_freezes_and_evaluates_alike(name):
 
 
 def test_rectangular_windows_per_stage_and_where_refused():
-    """(h, w) windows: one for every stage or one per stage, each table
+    """(h, w) windows: one for every stage (window_size) or one per stage
+    (window_sizes, or mmpretrain's spelling window_size=[...]), each table
     (2h-1)(2w-1) rows; the square-only kinds and semantics name the
     problem."""
     arch = dict(embed_dims=16, depths=(2, 2, 2), num_heads=(1, 2, 4))
-    model = SwinTransformer(arch=arch, window_size=[(2, 4), 3, (3, 2)],
+    model = SwinTransformer(arch=arch, window_sizes=[(2, 4), 3, (3, 2)],
                             out_indices=(0, 1, 2))
+    mmpretrain_spelling = SwinTransformer(
+        arch=arch, window_size=[(2, 4), 3, (3, 2)], out_indices=(0, 1, 2))
+    assert mmpretrain_spelling.window_size == model.window_size == (
+        (2, 4), 3, (3, 2))
     shifts = [stage.blocks[1].shift_size for stage in model.layers]
     assert shifts == [(1, 2), 1, (1, 1)]
     assert model.layers[0].blocks[0].attn.relative_position_bias_table \
@@ -341,3 +346,5 @@ def test_rectangular_windows_per_stage_and_where_refused():
         SwinTransformer(arch=arch, window_size=(2, 4, 6, 8))
     with pytest.raises(ValueError, match='positive int'):
         SwinTransformer(arch=arch, window_size=(0, 4))
+    with pytest.raises(ValueError, match='not both'):
+        SwinTransformer(arch=arch, window_size=3, window_sizes=(3, 3, 3))

@@ -202,7 +202,7 @@ def test_rswatt_extents_within_limits(rswatt):
         with torch.no_grad():
             weight.copy_(original)
     ext = found.extents
-    assert found.window_size == (5, 9) and found.stride == 4
+    assert found.scale_windows == (5, 9) and found.stride == 4
     assert ext.shape == (16, 16, 2, 4) and ext.std() > 0.1
     assert (ext >= 0).all() and (ext <= found.limits + 1e-6).all()
     np.testing.assert_array_equal(found.limits, [[2, 2, 2, 2], [4, 4, 4, 4]])

@@ -10,7 +10,7 @@ model = dict(
         _delete_=True,
         type='mmvisattn.RSWAttTransformer',
         arch='nano',
-        window_size=(5, 9),
+        scale_windows=(5, 9),
         drop_path_rate=0.1,
         out_indices=(0, 1, 2, 3)),
     decode_head=dict(in_channels=[64, 128, 256, 512]),

@@ -9,7 +9,7 @@ _base_ = '../swin/cascade-mask-rcnn_r50_fpn_giou-4conv1f_ms-crop-3x_coco.py'  # 
 model = dict(
     backbone=dict(plugins=[
         dict(
-            cfg=dict(type='mmvisattn.RSWAttPlugin', window_size=(5, 9)),
+            cfg=dict(type='mmvisattn.RSWAttPlugin', scale_windows=(5, 9)),
             stages=(False, True, True, True),
             position='after_conv2')
     ]))

@@ -20,5 +20,5 @@ model = dict(neck=[
         in_channels=256,
         num_levels=5,
         num_heads=8,
-        window_size=(5, 9)),
+        scale_windows=(5, 9)),
 ])

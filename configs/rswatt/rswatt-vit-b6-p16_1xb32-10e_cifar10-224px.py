@@ -22,7 +22,7 @@ model = dict(
         arch='base-6',
         img_size=224,
         patch_size=16,
-        window_size=(4, 8, 16),
+        scale_windows=(4, 8, 16),
         attn_cfg=dict(
             fusion=dict(type='ConcatFusion'),
             window_predictor=dict(type='OffsetExtents')),

@@ -8,5 +8,5 @@ model = dict(
     decode_head=dict(
         type='mmvisattn.RSWAttUPerHead',
         num_rswatt_blocks=1,
-        window_size=(5, 9),
+        scale_windows=(5, 9),
         num_heads=16))

@@ -36,7 +36,7 @@ FAMILIES = {
     'resnet-rswatt-plugin': dict(
         type='ResNetV1c', depth=50, base_channels=16, stem_channels=16,
         plugins=[dict(cfg=dict(type='mmvisattn.RSWAttPlugin',
-                               window_size=(5, 9)),
+                               scale_windows=(5, 9)),
                       stages=(False, True, True, True),
                       position='after_conv2')]),
 }

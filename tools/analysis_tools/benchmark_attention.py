@@ -365,7 +365,7 @@ def memory_probe(which, kind, shape, arch, device):
         from mmvisattn.models.backbones import RSWAttTransformer
         sizes, attn_cfg = RSWATT_MEMORY_VARIANTS[which]
         model = RSWAttTransformer(arch=arch, drop_path_rate=0.,
-                                  window_size=sizes, attn_cfg=attn_cfg)
+                                  scale_windows=sizes, attn_cfg=attn_cfg)
         model.init_weights()
     elif which == 'ours':
         model = SwinTransformer(arch=arch, drop_path_rate=0.)

@@ -178,7 +178,7 @@ def collect_extents(model, images, mean, std, size, annotations=None):
             # in the layer's pixels: the map is (h, w) of the image's
             scale = h * w / current['sizes'].size
             size = torch.from_numpy(np.sqrt(area * scale)).reshape(-1)
-        for s, m in enumerate(module.window_size):
+        for s, m in enumerate(module.scale_windows):
             found.setdefault(m, []).append(extents[..., s, :].reshape(-1, 4))
             if 'sizes' in current:
                 objects.setdefault(m, []).append(size)
@@ -222,7 +222,7 @@ def collect_per_layer(model, images, mean, std, size, annotations):
         area = mmcv.imresize(current['sizes'], (w, h),
                              interpolation='nearest')
         obj = np.sqrt(area).reshape(-1)
-        for s, m in enumerate(module.window_size):
+        for s, m in enumerate(module.scale_windows):
             e = extents[..., s, :].reshape(-1, 4).numpy()
             a = (e[:, 0] + e[:, 1] + 1) * (e[:, 2] + e[:, 3] + 1) / m**2
             key = (layer_of(names[module]), m)

@@ -317,7 +317,7 @@ def plot_swin_windows(rgb: np.ndarray, model: SwinTransformer, stage: int,
     ws = model.window_size
     if not isinstance(ws, int):
         raise ValueError(f'the window plot draws one square window for '
-                         f'every stage, not window_size={ws!r}')
+                         f'every stage, not {ws!r}')
     win, shift = ws * stride, (ws // 2) * stride
     # padded frame (whole windows) and the image rolled by -shift inside it
     fh = math.ceil(math.ceil(H / stride) / ws) * win
@@ -481,7 +481,7 @@ def plot_tnt(rgb: np.ndarray, att: TNTAttention, block: int, title: str):
 class RSWAttExtents(NamedTuple):
     extents: np.ndarray  # (H, W, scales, 4) left, right, top, bottom, tokens
     limits: np.ndarray  # (scales, 4) the largest extents of each scale
-    window_size: Tuple[int, ...]
+    scale_windows: Tuple[int, ...]
     stride: int  # image pixels per token
 
 
@@ -499,7 +499,7 @@ def rswatt_extents(model: RSWAttTransformer, img: torch.Tensor, stage: int,
     (_, output), = capture_calls(model, img, [attn])
     return RSWAttExtents(output.extents[0].numpy(),
                          attn.window_pred.extent_limits.numpy(),
-                         attn.window_size,
+                         attn.scale_windows,
                          model.patch_embed.patch_size * 2**stage)
 
 
@@ -525,11 +525,11 @@ def plot_rswatt(rgb: np.ndarray, found: RSWAttExtents, stage: int,
     step = max(1, round(min(h, w) / 6))
     picks = [(r, c) for r in range(step // 2, h, step)
              for c in range(step // 2, w, step)]
-    scales = len(found.window_size)
+    scales = len(found.scale_windows)
     fig, axes = _figure(scales, 2, figsize=(7.5, 3.6 * scales),
                         squeeze=False)
     colours = plt.cm.tab10(np.arange(len(picks)) % 10)
-    for i, m in enumerate(found.window_size):
+    for i, m in enumerate(found.scale_windows):
         ax = axes[i][0]
         _show(ax, rgb)
         for (r, c), colour in zip(picks, colours):

@@ -76,12 +76,12 @@ NANO = dict(embed_dims=64, depths=(2, 2, 2, 2), num_heads=(2, 4, 8, 16))
 
 
 def _one_scale(predictor):
-    return dict(window_size=(9, ),
+    return dict(scale_windows=(9, ),
                 attn_cfg=dict(window_predictor=dict(type=predictor)))
 
 
 VARIANTS = {
-    'fixed': dict(window_size=(9, ), attn_cfg=dict(window_predictor=None)),
+    'fixed': dict(scale_windows=(9, ), attn_cfg=dict(window_predictor=None)),
     'swin': dict(_delete_=True, type='mmvisattn.SwinTransformer', arch=NANO,
                  window_size=9, drop_path_rate=0.1,
                  out_indices=(0, 1, 2, 3)),
@@ -89,8 +89,8 @@ VARIANTS = {
     'adaptive-offset': _one_scale('OffsetExtents'),
     'adaptive-anchor': _one_scale('AnchorExtents'),
     'adaptive-enhanced': _one_scale('EnhancedAnchorExtents'),
-    'ms-gate': dict(window_size=(5, 9)),
-    'ms-concat': dict(window_size=(5, 9),
+    'ms-gate': dict(scale_windows=(5, 9)),
+    'ms-concat': dict(scale_windows=(5, 9),
                       attn_cfg=dict(fusion=dict(type='ConcatFusion'))),
 }
 LABELS = {

@@ -13,7 +13,7 @@ rswatt_decode_head = dict(
     channels=256,
     num_layers=4,
     num_heads=8,
-    window_size=(5, 9),
+    scale_windows=(5, 9),
     dropout_ratio=0.1,
     num_classes=150,
     norm_cfg=dict(type='SyncBN', requires_grad=True),

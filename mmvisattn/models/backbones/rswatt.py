@@ -37,10 +37,9 @@ class RSWAttTransformer(HierarchicalBackbone):
         arch (str | dict): ``'tiny'`` (Swin-T scale: 96 channels, depths
             2/2/6/2, heads 3/6/12/24) or ``'nano'`` (64, 2/2/2/2, 2/4/8/16);
             or a dict with ``embed_dims, depths, num_heads``.
-        window_size (int | sequence): the RSWAtt attention's window, the
+        scale_windows (int | sequence): the RSWAtt attention's windows, the
             largest of each scale (the multi-scale fusion runs all of them
-            in every block of every stage; unlike Swin's, a sequence here
-            lists scales, not stages).
+            in every block of every stage).
         attn_cfg (dict): the attention of every block: its ``type`` (any
             registered RSWAtt attention, :class:`ReconstructedWindowAttention`
             by default) and options (``window_predictor``,
@@ -64,7 +63,7 @@ class RSWAttTransformer(HierarchicalBackbone):
                  arch: str = 'tiny',
                  in_channels: int = 3,
                  patch_size: int = 4,
-                 window_size: Sequence[int] = (5, 9),
+                 scale_windows: Sequence[int] = (5, 9),
                  mlp_ratio: float = 4.,
                  drop_rate: float = 0.,
                  attn_drop_rate: float = 0.,
@@ -99,7 +98,7 @@ class RSWAttTransformer(HierarchicalBackbone):
         for i, (depth, num_heads) in enumerate(zip(depths, heads)):
             start = sum(depths[:i])
             stages.append(BlockStage(
-                [RSWAttBlock(num_features[i], num_heads, window_size,
+                [RSWAttBlock(num_features[i], num_heads, scale_windows,
                              mlp_ratio, drop_rate, attn_drop_rate,
                              rates[start + j], attn_cfg, norm_cfg,
                              with_cp=with_cp) for j in range(depth)],
@@ -124,7 +123,7 @@ class RSWAttTransformer(HierarchicalBackbone):
 class RSWAttViT(BackboneBase):
     """A plain ViT whose layers are RSWAtt blocks: 16x16 patches, a class
     token, one map size throughout. Patch tokens attend their own adaptive
-    windows at every scale of ``window_size``; the class token attends
+    windows at every scale of ``scale_windows``; the class token attends
     every token (:meth:`ReconstructedWindowAttention.attend_globally`),
     so the cost stays linear in the pixels.
 
@@ -136,7 +135,7 @@ class RSWAttViT(BackboneBase):
         img_size (int): the training size; the pixel position encoding is
             initialised for ``img_size // patch_size`` and resized for
             other inputs.
-        window_size, attn_cfg: the RSWAtt layer's (defaults: the source's
+        scale_windows, attn_cfg: the RSWAtt layer's (defaults: the source's
             scales 4, 8, 16, its concatenation fusion and its offset
             predictor).
         pixel_pos_embed (bool): the learnable sinusoid-initialised pixel
@@ -159,7 +158,7 @@ class RSWAttViT(BackboneBase):
                  img_size: int = 224,
                  patch_size: int = 16,
                  in_channels: int = 3,
-                 window_size: Sequence[int] = (4, 8, 16),
+                 scale_windows: Sequence[int] = (4, 8, 16),
                  attn_cfg: Optional[dict] = dict(
                      fusion=dict(type='ConcatFusion'),
                      window_predictor=dict(type='OffsetExtents')),
@@ -193,7 +192,7 @@ class RSWAttViT(BackboneBase):
         self.drop_after_pos = nn.Dropout(drop_rate)
         rates = torch.linspace(0, drop_path_rate, depth).tolist()
         self.layers = ModuleList(
-            RSWAttBlock(dims, arch['num_heads'], window_size, mlp_ratio,
+            RSWAttBlock(dims, arch['num_heads'], scale_windows, mlp_ratio,
                         drop_rate, attn_drop_rate, rates[i], attn_cfg,
                         norm_cfg, with_cp=with_cp) for i in range(depth))
         self.ln1 = build_norm_layer(norm_cfg, dims)[1]

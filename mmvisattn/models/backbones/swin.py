@@ -79,6 +79,33 @@ def per_stage(owner: str, name: str, value, num_stages: int,
                          ) from None
 
 
+def stage_windows(owner: str, window_size, window_sizes,
+                  num_stages: int) -> tuple:
+    """One window per stage, from ``window_size`` (one window: an int or an
+    (h, w) pair) or ``window_sizes`` (one per stage; an int: the same for
+    every stage), each checked by :func:`mmvisattn.ops.check_window`.
+    mmpretrain spells one window per stage as ``window_size=[16, 16, 16,
+    8]`` (its Swin V2 configs): a sequence of ``num_stages`` windows under
+    ``window_size`` is read so, where it cannot be an (h, w) pair."""
+    if window_sizes is not None:
+        if window_size is not None:
+            raise ValueError(
+                f'{owner}: window_size={window_size!r} and window_sizes='
+                f'{window_sizes!r}: give one window (window_size) or one '
+                'per stage (window_sizes), not both')
+        return per_stage(owner, 'window_sizes', window_sizes, num_stages,
+                         pairs=True)
+    if isinstance(window_size, (tuple, list)) and \
+            len(window_size) == num_stages != 2:
+        return per_stage(owner, 'window_size', window_size, num_stages,
+                         pairs=True)
+    try:
+        return (check_window(window_size, owner), ) * num_stages
+    except ValueError as e:
+        raise ValueError(f'{e}; one window per stage is window_sizes='
+                         f'(one per stage, {num_stages})') from None
+
+
 def _stage_cfgs(owner: str, name: str, stage_cfgs, ours: dict) -> None:
     """The window of mmpretrain's ``stage_cfgs=dict(block_cfgs=dict(
     window_size=12))`` (its 384px configs); anything else in it has an
@@ -210,10 +237,14 @@ class SwinTransformer(HierarchicalBackbone):
             ``embed_dims``/``depths``/``num_heads`` override the preset).
         in_channels: image channels.
         patch_size: patch partition size (4 in the paper).
-        window_size: M, tokens per window side (7; 12 for 384px models),
-            an (h, w) pair for rectangular windows (window attention only;
-            a square checkpoint's bias tables are resized bicubically on
-            load, as timm resizes them), or one of either per stage.
+        window_size: M, tokens per window side (default 7; 12 for 384px
+            models), or an (h, w) pair for rectangular windows (window
+            attention only; a square checkpoint's bias tables are resized
+            bicubically on load, as timm resizes them): one window for
+            every stage.
+        window_sizes: one window per stage instead (each an int or an
+            (h, w) pair). mmpretrain's spelling of it, ``window_size=[16,
+            16, 16, 8]``, is read as this.
         mlp_ratio: MLP hidden width / C.
         out_indices: stages to output; each gets its own LayerNorm
             ``norm{i}``. Default: every stage (mmdet, mmseg), the last one
@@ -299,13 +330,15 @@ class SwinTransformer(HierarchicalBackbone):
     peer_keywords = SWIN_ARCH_KEYWORDS + tuple(SWIN_PEER_KEYWORDS)
     #: the block and the patch merging (Swin V2 names its own)
     block = SwinBlock
+    default_window_size = 7
     merging = PatchMerging
 
     def __init__(self,
                  arch: Union[str, dict] = 'tiny',
                  in_channels: int = 3,
                  patch_size: int = 4,
-                 window_size: Union[int, Sequence[int]] = 7,
+                 window_size: Union[int, Tuple[int, int], None] = None,
+                 window_sizes: Optional[Sequence] = None,
                  mlp_ratio: float = 4.,
                  out_indices: Optional[Sequence[int]] = None,
                  qkv_bias: bool = True,
@@ -350,6 +383,9 @@ class SwinTransformer(HierarchicalBackbone):
         pretrain_hw = _image_size('pretrain_img_size' if img_size is None
                                   else 'img_size', ours['pretrain_img_size'])
         window_size = ours['window_size']
+        if window_size is None and window_sizes is None:
+            window_size = self.default_window_size
+        windows = stage_windows(owner, window_size, window_sizes, num_stages)
         if out_indices is None:  # every stage (mmdet), the last (mmpretrain)
             out_indices = range(num_stages) if self.convention == 'mmdet' \
                 else (num_stages - 1, )
@@ -370,9 +406,8 @@ class SwinTransformer(HierarchicalBackbone):
         self.embed_dims = embed_dims
         self.depths = depths
         self.num_heads = num_heads
-        self.window_size = window_size
-        windows = per_stage(type(self).__name__, 'window_size', window_size,
-                            num_stages, pairs=True)
+        # one window (as mmdet's and mmpretrain's attribute), or one per stage
+        self.window_size = windows[0] if len(set(windows)) == 1 else windows
         self.use_abs_pos_embed = use_abs_pos_embed
         self.pad_small_map = pad_small_map
         self.interpolate_mode = ours['interpolate_mode']

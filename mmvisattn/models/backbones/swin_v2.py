@@ -26,9 +26,10 @@ class SwinTransformerV2(SwinTransformer):
             ``num_heads``.
         img_size: the pre-training image size (256): the grid of the
             absolute embedding, if any.
-        window_size: M, one int or one per stage (mmpretrain's 256px
-            window-16 models use ``(16, 16, 16, 8)``: stage 4 of a 256
-            image is 8x8).
+        window_size: M (default 8), one window for every stage; one per
+            stage is ``window_sizes`` (mmpretrain's 256px window-16 models
+            use ``(16, 16, 16, 8)``: stage 4 of a 256 image is 8x8; its
+            spelling ``window_size=[16, 16, 16, 8]`` is read as that).
         pretrained_window_sizes: the window each stage was pre-trained at
             (one int or one per stage; 0: its own window): the continuous
             bias extends a window-8 checkpoint to window 16 or 24 with
@@ -45,11 +46,12 @@ class SwinTransformerV2(SwinTransformer):
 
     block = ResPostNormSwinBlock
     merging = PostNormPatchMerging
+    default_window_size = 8
 
     def __init__(self,
                  arch: Union[str, dict] = 'tiny',
                  img_size: Union[int, Sequence[int]] = 256,
-                 window_size: Union[int, Sequence[int]] = 8,
+                 window_size: Union[int, Sequence[int], None] = None,
                  pretrained_window_sizes: Union[int, Sequence[int]] = 0,
                  pad_small_map: Optional[bool] = None,
                  attn_cfg: Optional[dict] = None,

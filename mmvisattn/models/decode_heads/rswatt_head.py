@@ -23,14 +23,14 @@ class RSWAttHead(BaseDecodeHead):
 
     num_layers (int): RSWAtt layers on the fused map (the source: 4).
     num_heads (int): their heads (the source: 8).
-    window_size, attn_cfg: the RSWAtt layer's.
+    scale_windows, attn_cfg: the RSWAtt layer's.
     mlp_ratio, drop_path_rate: the layers' MLP width and stochastic depth.
     """
 
     def __init__(self,
                  num_layers: int = 4,
                  num_heads: int = 8,
-                 window_size: Sequence[int] = (5, 9),
+                 scale_windows: Sequence[int] = (5, 9),
                  attn_cfg: Optional[dict] = None,
                  mlp_ratio: float = 4.,
                  drop_path_rate: float = 0.,
@@ -40,7 +40,7 @@ class RSWAttHead(BaseDecodeHead):
                                norm_cfg=self.norm_cfg, act_cfg=self.act_cfg)
         rates = torch.linspace(0, drop_path_rate, num_layers).tolist()
         self.layers = ModuleList(
-            RSWAttBlock(self.channels, num_heads, window_size, mlp_ratio,
+            RSWAttBlock(self.channels, num_heads, scale_windows, mlp_ratio,
                         drop_path_rate=rates[i], attn_cfg=attn_cfg)
             for i in range(num_layers))
         self.norm = nn.LayerNorm(self.channels)

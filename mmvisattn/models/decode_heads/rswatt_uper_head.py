@@ -17,7 +17,7 @@ class RSWAttUPerHead(UPerHead):
 
     Args (beyond UPerHead's):
         num_rswatt_blocks (int): the residual blocks.
-        num_heads, window_size, attn_cfg: the blocks' attention
+        num_heads, scale_windows, attn_cfg: the blocks' attention
             (``attn_cfg``: its ``type``, any registered RSWAtt attention,
             and its options); ``num_heads`` None: channels // 32.
         init_scale (float): the blocks' starting ``gamma``: 1, a new head
@@ -27,13 +27,13 @@ class RSWAttUPerHead(UPerHead):
     def __init__(self,
                  num_rswatt_blocks: int = 1,
                  num_heads: Optional[int] = None,
-                 window_size: Sequence[int] = (5, 9),
+                 scale_windows: Sequence[int] = (5, 9),
                  attn_cfg: Optional[dict] = None,
                  init_scale: float = 1.0,
                  **kwargs):
         super().__init__(**kwargs)
         self.rswatt_blocks = nn.Sequential(
-            *[RSWAttResidual(self.channels, num_heads, window_size,
+            *[RSWAttResidual(self.channels, num_heads, scale_windows,
                              attn_cfg, init_scale)
               for _ in range(num_rswatt_blocks)])
 

@@ -68,10 +68,11 @@ class ReconstructedWindowAttention(BaseModule):
     Args:
         embed_dims (int): channels C.
         num_heads (int): heads.
-        window_size (int | sequence): the largest window of each scale,
+        scale_windows (int | sequence): the largest window of each scale,
             e.g. (5, 9); an int (one scale) is plain single-scale RSWAtt.
-            The one name every attention of the package gives its window:
-            RSWAtt's has a window per scale.
+            (``window_size`` is one window everywhere in the package: an
+            int or an (h, w) pair; RSWAtt's windows are square, one per
+            scale, hence a name of their own.)
         window_predictor (dict | None): ``dict(type=NAME, **options)`` of a
             registered :class:`WindowPredictor` (``'DirectExtents'``,
             ``'OffsetExtents'``, ``'AnchorExtents'``,
@@ -94,7 +95,7 @@ class ReconstructedWindowAttention(BaseModule):
     def __init__(self,
                  embed_dims: int,
                  num_heads: int,
-                 window_size: Union[int, Sequence[int]] = (5, 9),
+                 scale_windows: Union[int, Sequence[int]] = (5, 9),
                  window_predictor: Optional[dict] = dict(
                      type='DirectExtents'),
                  reconstruction: dict = dict(type='SoftWindows'),
@@ -108,18 +109,18 @@ class ReconstructedWindowAttention(BaseModule):
             raise ValueError(f'embed_dims {embed_dims} is not divisible by '
                              f'num_heads {num_heads}')
         # one square window per scale (ops.check_window checks each)
-        windows = (window_size, ) if isinstance(window_size, int) else \
-            tuple(window_size)
+        windows = (scale_windows, ) if isinstance(scale_windows, int) else \
+            tuple(scale_windows)
         if not windows:
-            raise ValueError('window_size must be a positive int or a '
+            raise ValueError('scale_windows must be a positive int or a '
                              'sequence of them (one window per scale), got '
-                             f'{window_size!r}')
-        for m in windows:
-            check_window(m, type(self).__name__, 'window_size (per scale)',
+                             f'{scale_windows!r}')
+        for i, m in enumerate(windows):
+            check_window(m, type(self).__name__, f'scale_windows[{i}]',
                          pairs=False)
         self.num_heads = num_heads
-        self.window_size = windows
-        scales = len(self.window_size)
+        self.scale_windows = windows
+        scales = len(self.scale_windows)
         recon_cls, recon_options = resolve_part(
             'reconstruction', reconstruction, WindowReconstruction)
         recon_cls.check_window_predictor(window_predictor, recon_options)
@@ -128,10 +129,10 @@ class ReconstructedWindowAttention(BaseModule):
         owner = 'the attention'
         self.reconstruction = build_part(
             'reconstruction', reconstruction, WindowReconstruction, owner,
-            num_heads=num_heads, window_size=self.window_size)
+            num_heads=num_heads, scale_windows=self.scale_windows)
         self.window_pred = None if window_predictor is None else build_part(
             'window_predictor', window_predictor, WindowPredictor, owner,
-            embed_dims=embed_dims, window_size=self.window_size)
+            embed_dims=embed_dims, scale_windows=self.scale_windows)
         self.fusion = build_part('fusion', fusion, ScaleFusion, owner,
                                  embed_dims=embed_dims, num_scales=scales)
         self.proj = PackedLinear(self.fusion.out_dims, embed_dims)
@@ -139,8 +140,8 @@ class ReconstructedWindowAttention(BaseModule):
         self.attn_drop = attn_drop
         self.relative_position_bias_tables = nn.ParameterList(
             nn.Parameter(torch.zeros((2 * m - 1)**2, num_heads))
-            for m in self.window_size)
-        for m in self.window_size:
+            for m in self.scale_windows)
+        for m in self.scale_windows:
             self.register_buffer(f'relative_index_{m}',
                                  sliding_relative_index(m).clone(),
                                  persistent=False)
@@ -178,7 +179,7 @@ class ReconstructedWindowAttention(BaseModule):
         q, k, v = qkv.reshape(B, H, W, 3, heads, C // heads).permute(
             3, 0, 4, 1, 2, 5).unbind(0)  # (B, heads, H, W, d)
         outs = []
-        for s, m in enumerate(self.window_size):
+        for s, m in enumerate(self.scale_windows):
             table = self.relative_position_bias_tables[s]
             bias = table[getattr(self, f'relative_index_{m}')].t()
             window = None if extents is None else extents[..., s, :]
@@ -213,17 +214,17 @@ class ReconstructedWindowAttention(BaseModule):
 
 def build_rswatt_attention(owner: str, attn_cfg: Optional[dict],
                            embed_dims: int, num_heads: int,
-                           window_size: Sequence[int],
+                           scale_windows: Sequence[int],
                            **supplied) -> ReconstructedWindowAttention:
     """The RSWAtt attention of ``attn_cfg`` (``type``: any registered
     subclass of :class:`ReconstructedWindowAttention`, by default that
     class; the other keys its options) for the module ``owner``, which sets
-    ``embed_dims``, ``num_heads``, ``window_size`` and what it
+    ``embed_dims``, ``num_heads``, ``scale_windows`` and what it
     ``supplied`` (dropout rates) itself (:func:`~.builder.build_part`)."""
     return build_part('attn_cfg', attn_cfg, ReconstructedWindowAttention,
                       owner, default='ReconstructedWindowAttention',
                       embed_dims=embed_dims, num_heads=num_heads,
-                      window_size=window_size, **supplied)
+                      scale_windows=scale_windows, **supplied)
 
 
 class RSWAttBlock(BaseModule):
@@ -239,7 +240,7 @@ class RSWAttBlock(BaseModule):
     def __init__(self,
                  embed_dims: int,
                  num_heads: int,
-                 window_size: Sequence[int] = (5, 9),
+                 scale_windows: Sequence[int] = (5, 9),
                  mlp_ratio: float = 4.,
                  drop_rate: float = 0.,
                  attn_drop_rate: float = 0.,
@@ -253,7 +254,7 @@ class RSWAttBlock(BaseModule):
         self.norm1 = build_norm_layer(norm_cfg, embed_dims)[1]
         self.attn = build_rswatt_attention(
             type(self).__name__, attn_cfg, embed_dims, num_heads,
-            window_size, attn_drop=attn_drop_rate, proj_drop=drop_rate)
+            scale_windows, attn_drop=attn_drop_rate, proj_drop=drop_rate)
         self.norm2 = build_norm_layer(norm_cfg, embed_dims)[1]
         # mmcv FFN's default activation, which this block always had
         self.mlp = Mlp(embed_dims, int(embed_dims * mlp_ratio),

@@ -17,7 +17,7 @@ own options:
   :class:`ConcatFusion`.
 
 The attention supplies what it owns (``embed_dims``, ``num_heads``,
-``window_size``, the number of scales); everything else is the part's own
+``scale_windows``, the number of scales); everything else is the part's own
 option, checked when the attention is built
 (:func:`~mmvisattn.models.layers.builder.build_part`, the one builder of
 every attention part): an option the chosen part does not take is an error
@@ -60,21 +60,21 @@ class WindowPredictor(nn.Module):
     """(B, H, W, C) features -> (B, H, W, scales, 4) window extents (left,
     right, top, bottom) in pixels, each within its scale's full window.
 
-    Subclasses take ``embed_dims`` and ``window_size`` (supplied by the
+    Subclasses take ``embed_dims`` and ``scale_windows`` (supplied by the
     attention) before their own options."""
 
-    def __init__(self, embed_dims: int, window_size: Sequence[int]):
+    def __init__(self, embed_dims: int, scale_windows: Sequence[int]):
         super().__init__()
-        self.window_size = tuple(int(m) for m in window_size)
+        self.scale_windows = tuple(int(m) for m in scale_windows)
         # (scales, 4): left, right, top, bottom of each full M x M window
         self.register_buffer(
             'extent_limits',
-            torch.stack([max_extents(m) for m in self.window_size]),
+            torch.stack([max_extents(m) for m in self.scale_windows]),
             persistent=False)
 
     @property
     def num_scales(self) -> int:
-        return len(self.window_size)
+        return len(self.scale_windows)
 
     def init_weights(self):
         """Every query starts at the same window."""
@@ -103,10 +103,10 @@ class DirectExtents(WindowPredictor):
 
     def __init__(self,
                  embed_dims: int,
-                 window_size: Sequence[int],
+                 scale_windows: Sequence[int],
                  init_extent: float = 0.75,
                  gain: float = 10.):
-        super().__init__(embed_dims, window_size)
+        super().__init__(embed_dims, scale_windows)
         if not 0 < init_extent < 1:
             raise ValueError(f'DirectExtents: init_extent must be in (0, 1), '
                              f'got {init_extent}')
@@ -143,10 +143,10 @@ class OffsetExtents(WindowPredictor):
 
     def __init__(self,
                  embed_dims: int,
-                 window_size: Sequence[int],
+                 scale_windows: Sequence[int],
                  init_extent: float = 0.75,
                  hidden_dims: Optional[int] = None):
-        super().__init__(embed_dims, window_size)
+        super().__init__(embed_dims, scale_windows)
         self.init_extent = init_extent
         hidden = hidden_dims or max(16, embed_dims // 4)
         self.mlp = nn.Sequential(nn.Linear(embed_dims, hidden),
@@ -160,7 +160,7 @@ class OffsetExtents(WindowPredictor):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         raw = self.per_scale(x, self.mlp)
         limits = self.extent_limits.to(raw.dtype)
-        extents = self.init_extent * limits + raw * max(self.window_size)
+        extents = self.init_extent * limits + raw * max(self.scale_windows)
         return torch.minimum(extents.clamp(min=0), limits)
 
 
@@ -180,10 +180,10 @@ class AnchorExtents(WindowPredictor):
 
     def __init__(self,
                  embed_dims: int,
-                 window_size: Sequence[int],
+                 scale_windows: Sequence[int],
                  anchors: Optional[Sequence[Sequence[float]]] = None,
                  gain: float = 10.):
-        super().__init__(embed_dims, window_size)
+        super().__init__(embed_dims, scale_windows)
         anchors = torch.tensor(
             self.default_anchors if anchors is None else anchors).float()
         if anchors.dim() != 2 or anchors.shape[1] != 4 or not len(anchors):
@@ -241,7 +241,7 @@ class WindowReconstruction(nn.Module):
     (heads, M*M) relative position bias and the predicted (B, H, W, 4)
     extents (None without a window predictor) -> (B, heads, H, W, d).
 
-    Subclasses take ``num_heads`` and ``window_size`` (supplied by the
+    Subclasses take ``num_heads`` and ``scale_windows`` (supplied by the
     attention) before their own options."""
     #: whether it attends predicted windows (else ``window_predictor=None``)
     takes_window_predictor = True
@@ -250,9 +250,9 @@ class WindowReconstruction(nn.Module):
     #: its own options that mean something only with a window predictor
     predictor_options: Tuple[str, ...] = ()
 
-    def __init__(self, num_heads: int, window_size: Sequence[int]):
+    def __init__(self, num_heads: int, scale_windows: Sequence[int]):
         super().__init__()
-        self.window_size = tuple(int(m) for m in window_size)
+        self.scale_windows = tuple(int(m) for m in scale_windows)
 
     @staticmethod
     def qkv_projection(embed_dims: int, bias: bool) -> nn.Module:
@@ -295,9 +295,9 @@ class SoftWindows(WindowReconstruction):
     """
     predictor_options = ('temperature', )
 
-    def __init__(self, num_heads: int, window_size: Sequence[int],
+    def __init__(self, num_heads: int, scale_windows: Sequence[int],
                  temperature: float = 0.5):
-        super().__init__(num_heads, window_size)
+        super().__init__(num_heads, scale_windows)
         if not temperature > 0:
             raise ValueError(f'SoftWindows: temperature must be > 0, got '
                              f'{temperature}')
@@ -305,7 +305,7 @@ class SoftWindows(WindowReconstruction):
 
     def forward(self, q, k, v, scale: int, bias: torch.Tensor,
                 extents: Optional[torch.Tensor]) -> torch.Tensor:
-        m = self.window_size[scale]
+        m = self.scale_windows[scale]
         if extents is None:  # fixed full windows
             return sliding_window_attention_blocked(q, k, v, m, bias)
         return reconstructed_window_attention(q, k, v, m, extents,
@@ -339,14 +339,14 @@ class MLPReweighting(WindowReconstruction):
     takes_window_predictor = False
     takes_global_tokens = False
 
-    def __init__(self, num_heads: int, window_size: Sequence[int]):
-        super().__init__(num_heads, window_size)
+    def __init__(self, num_heads: int, scale_windows: Sequence[int]):
+        super().__init__(num_heads, scale_windows)
         self.logit_scale = nn.Parameter(
             torch.full((num_heads, ), math.log(10.)))
         self.reweight = nn.ModuleList(
             nn.Sequential(nn.Linear(m * m, m * m), nn.GELU(),
                           nn.Linear(m * m, m * m))
-            for m in self.window_size)
+            for m in self.scale_windows)
 
     @staticmethod
     def qkv_projection(embed_dims: int, bias: bool) -> nn.Module:
@@ -360,7 +360,7 @@ class MLPReweighting(WindowReconstruction):
     def forward(self, q, k, v, scale: int, bias: torch.Tensor,
                 extents: Optional[torch.Tensor]) -> torch.Tensor:
         return reweighted_window_attention(
-            q, k, v, self.window_size[scale],
+            q, k, v, self.scale_windows[scale],
             self.logit_scale.exp().clamp(max=100.), self.reweight[scale],
             bias)
 

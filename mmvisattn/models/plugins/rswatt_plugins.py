@@ -20,7 +20,7 @@ class RSWAttResidual(BaseModule):
     Args:
         channels (int): C.
         num_heads (int, optional): the attention's heads; None: C // 32.
-        window_size (int | sequence): the largest window of each scale.
+        scale_windows (int | sequence): the largest window of each scale.
         attn_cfg (dict, optional): the attention's ``type`` (any registered
             RSWAtt attention, :class:`ReconstructedWindowAttention` by
             default) and its options (``window_predictor``,
@@ -31,7 +31,7 @@ class RSWAttResidual(BaseModule):
     def __init__(self,
                  channels: int,
                  num_heads: Optional[int] = None,
-                 window_size: Sequence[int] = (5, 9),
+                 scale_windows: Sequence[int] = (5, 9),
                  attn_cfg: Optional[dict] = None,
                  init_scale: float = 0.,
                  init_cfg: Optional[dict] = None):
@@ -39,7 +39,7 @@ class RSWAttResidual(BaseModule):
         num_heads = num_heads or max(1, channels // 32)
         self.norm = nn.LayerNorm(channels)
         self.attn = build_rswatt_attention(type(self).__name__, attn_cfg,
-                                           channels, num_heads, window_size)
+                                           channels, num_heads, scale_windows)
         self.gamma = nn.Parameter(torch.full((channels, ), init_scale))
 
     def init_weights(self):
@@ -53,7 +53,7 @@ class RSWAttResidual(BaseModule):
 @MODELS.register_module()
 class RSWAttPlugin(RSWAttResidual):
     """For mmdet's ResNet: ``plugins=[dict(cfg=dict(
-    type='mmvisattn.RSWAttPlugin', window_size=(5, 9)), stages=(False,
+    type='mmvisattn.RSWAttPlugin', scale_windows=(5, 9)), stages=(False,
     True, True, True), position='after_conv3')]``; ResNet passes
     ``in_channels``."""
     _abbr_ = 'rswatt'
@@ -71,7 +71,7 @@ class RSWAttNeck(BaseModule):
     Args:
         in_channels (int): the levels' channels.
         num_levels (int): how many levels it receives.
-        num_heads, window_size, attn_cfg, init_scale: each
+        num_heads, scale_windows, attn_cfg, init_scale: each
             :class:`RSWAttResidual`'s.
         share_weights (bool): one block for every level.
     """
@@ -80,7 +80,7 @@ class RSWAttNeck(BaseModule):
                  in_channels: int,
                  num_levels: int,
                  num_heads: Optional[int] = None,
-                 window_size: Sequence[int] = (5, 9),
+                 scale_windows: Sequence[int] = (5, 9),
                  attn_cfg: Optional[dict] = None,
                  init_scale: float = 0.,
                  share_weights: bool = False,
@@ -89,7 +89,7 @@ class RSWAttNeck(BaseModule):
         self.num_levels = num_levels
         count = 1 if share_weights else num_levels
         self.blocks = ModuleList(
-            RSWAttResidual(in_channels, num_heads, window_size, attn_cfg,
+            RSWAttResidual(in_channels, num_heads, scale_windows, attn_cfg,
                            init_scale) for _ in range(count))
 
     def forward(self, feats: Tuple[torch.Tensor, ...]
