@@ -16,6 +16,8 @@ peer's reason is reported. Every config's outcome (same, different, peer
 unable) is counted at the end of the run (conftest.py); any "different"
 fails. A sample runs in the fast tier, every model in the whole suite."""
 import copy
+import ctypes
+import gc
 import importlib
 import itertools
 
@@ -174,6 +176,20 @@ def compare(zoo):
     if reason is not None:
         return PEER_UNABLE, reason
     return SAME, ''
+
+
+@pytest.fixture(autouse=True)
+def _return_memory():
+    """The sweep builds ~180 models of up to 300M parameters in one worker:
+    after each, what they held goes back to the system (glibc keeps freed
+    heap otherwise, and a worker grew past 12 GB alongside the other
+    worker's tests)."""
+    yield
+    gc.collect()
+    try:
+        ctypes.CDLL('libc.so.6').malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        pass
 
 
 @pytest.mark.parametrize(
