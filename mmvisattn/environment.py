@@ -162,7 +162,7 @@ def _editable_lookup(mmengine_lookup):
     own for every other package."""
     try:
         found = mmengine_lookup('mmvisattn')
-    except Exception:  # noqa: BLE001 - mmengine's errors differ by version
+    except Exception:  # mmengine's errors differ by version
         found = None
     if found is not None and os.path.isdir(found):
         return None

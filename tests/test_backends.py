@@ -201,18 +201,19 @@ def test_rswatt_plugin_packs_its_linears_on_the_fast_path(monkeypatch):
 
 
 @pytest.mark.parametrize('part', ['packed_linears', 'window_chunks',
-                                  'mlp_chunks'])
+                                  'mlp_chunks', 'fused_gelu'])
 def test_each_fast_part_switches_off_alone(part, monkeypatch):
     """``use_backend('auto', without=(part, ))`` (what
     benchmark_backbone.py --ablate measures) turns that part off and no
     other: counted at each part's entry; the outputs stay the plain
     path's."""
-    from mmvisattn.models.layers import Mlp, WindowAttention
+    from mmvisattn.models.layers import Mlp, WindowAttention, mlp
     from mmvisattn.ops import FAST_PARTS, linear
     assert part in FAST_PARTS
+    # stage 0: 768 tokens, chunked in 512 MLP rows, packed (>= 512)
     model = MODELS.build(dict(SWIN, drop_path_rate=0.,
-                              attn_cfg=dict(SMALL_CHUNKS))).eval()
-    x = torch.randn(1, 3, 96, 128)  # stage 0: 768 tokens, packed (>= 512)
+                              attn_cfg=dict(chunk_tokens=512))).eval()
+    x = torch.randn(1, 3, 96, 128)
     calls = dict.fromkeys(FAST_PARTS, 0)
 
     def counted(name, fn):
@@ -228,6 +229,8 @@ def test_each_fast_part_switches_off_alone(part, monkeypatch):
                                 WindowAttention.attend_in_chunks))
     monkeypatch.setattr(Mlp, 'forward_in_chunks',
                         counted('mlp_chunks', Mlp.forward_in_chunks))
+    monkeypatch.setattr(mlp, 'packable_linear',
+                        counted('fused_gelu', mlp.packable_linear))
     with torch.no_grad():
         want = _outputs(model, x, 'plain')
         with use_backend('auto', without=(part, )):
@@ -276,3 +279,102 @@ def test_forward_hooks_fire_on_every_linear_as_on_the_plain_path():
     for name in linears:
         torch.testing.assert_close(runs['auto'][name], runs['plain'][name],
                                    rtol=1e-4, atol=1e-5, msg=name)
+
+
+@pytest.mark.parametrize('approximate', ['none', 'tanh'])
+@pytest.mark.parametrize('amp', [False, True])
+def test_fused_gelu_matches_fc1_then_the_activation(approximate, amp,
+                                                    monkeypatch):
+    """The ``'fused_gelu'`` part computes the MLP's GELU in fc1's packed
+    GEMM (oneDNN's post-op): with rows enough to pack (>= 1024, bf16's
+    threshold too), in fp32 and under bf16 autocast, the MLP's output is
+    the plain path's, and fc1 is packed on the way."""
+    from mmvisattn.models.layers import Mlp
+    from mmvisattn.ops import linear
+    torch.manual_seed(0)
+    mlp = Mlp(32, 128, act_cfg=dict(type='GELU', approximate=approximate),
+              chunk_rows=4096).eval()
+    assert mlp.fusable_gelu == approximate
+    packed = []
+    monkeypatch.setattr(linear, 'pack_weight',
+                        lambda w, rows, pack=linear.pack_weight:
+                        packed.append(tuple(w.shape)) or pack(w, rows))
+    fc1_calls = []
+    monkeypatch.setattr(mlp.fc1, 'forward', lambda x, forward=mlp.fc1.forward:
+                        fc1_calls.append(1) or forward(x))
+    x = torch.randn(2, 600, 32)
+    with torch.no_grad(), torch.autocast('cpu', torch.bfloat16,
+                                         enabled=amp):
+        fast = mlp(x)
+        assert not fc1_calls  # computed without calling fc1
+        if not amp or linear._ONEDNN_BF16:  # bf16 packs where it is native
+            assert packed[0] == (128, 32)  # fused into fc1's packed GEMM
+        plain = _outputs(mlp, x, 'plain')[0]
+        unfused = mlp.drop2(mlp.fc2(mlp.act(mlp.fc1(x))))
+    tol = dict(atol=3e-2, rtol=3e-2) if amp else dict(atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(fast.float(), plain.float(), **tol)
+    torch.testing.assert_close(plain, unfused)
+
+
+def test_the_fused_gelu_steps_aside_where_a_hook_observes_fc1_or_act():
+    """A hook (on fc1, on the activation, or a global one) would miss the
+    calls the fused GELU skips: with one, fc1 and act run as modules and
+    the hook sees fc1's own output; without, neither is called."""
+    from torch.nn.modules.module import register_module_forward_hook
+
+    from mmvisattn.models.layers import Mlp
+    mlp = Mlp(32, 128).eval()
+    x = torch.randn(1, 1024, 32)
+    calls = []
+
+    def record(module, args, out):
+        calls.append(module)
+
+    with torch.no_grad():
+        for target in (mlp.fc1, mlp.act):
+            calls.clear()
+            handle = target.register_forward_hook(record)
+            mlp(x)
+            handle.remove()
+            assert calls == [target]
+        calls.clear()
+        handle = register_module_forward_hook(record)
+        mlp(x)
+        handle.remove()
+        assert mlp.fc1 in calls and mlp.act in calls
+        # unobserved: fused, fc1 and act never called as modules
+        counted = []
+        handles = [mlp.fc2.register_forward_hook(
+            lambda *args: counted.append('fc2'))]
+        mlp(x)
+        for h in handles:
+            h.remove()
+        assert counted == ['fc2']
+
+
+def test_mlp_adds_its_identity_after_droppath_as_mmcv_ffn():
+    """``Mlp(x, identity)`` is mmcv's ``FFN(add_identity=True)`` with a
+    DropPath ``dropout_layer`` (what mmdet's and mmseg's Swin blocks call):
+    the same weights and seed give the same output in train mode (DropPath
+    drawing), in eval mode, and on the chunked inference path."""
+    from mmcv.cnn.bricks.transformer import FFN
+
+    from mmvisattn.models.layers import Mlp
+    torch.manual_seed(0)
+    ffn = FFN(32, 128, act_cfg=dict(type='GELU'),
+              dropout_layer=dict(type='DropPath', drop_prob=0.5),
+              add_identity=True)
+    mlp = Mlp(32, 128, drop_path_rate=0.5, chunk_rows=64)
+    mlp.fc1.load_state_dict(ffn.layers[0][0].state_dict())
+    mlp.fc2.load_state_dict(ffn.layers[1].state_dict())
+    x, identity = torch.randn(4, 100, 32), torch.randn(4, 100, 32)
+    for train in (True, False):
+        ffn.train(train), mlp.train(train)
+        torch.manual_seed(1)
+        want = ffn(x, identity=identity)
+        torch.manual_seed(1)
+        got = mlp(x, identity=identity)
+        torch.testing.assert_close(got, want)
+    with torch.no_grad():
+        torch.testing.assert_close(mlp(x, identity=identity),
+                                   ffn(x, identity=identity))

@@ -152,7 +152,7 @@ def _write_package(root, name, modules):
         (package / f'{module}.py').write_text(textwrap.dedent(text))
 
 
-def test_registry_imports_optional_parts_only_when_asked_and_names_what_is_missing(  # noqa: E501
+def test_registry_imports_optional_parts_only_when_asked_and_names_what_is_missing(
         tmp_path, monkeypatch):
     """A name the required location registers is found without importing
     the optional ones; a missing name imports them, skips those whose

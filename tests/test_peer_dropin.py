@@ -405,7 +405,7 @@ def test_what_the_peer_ignores_is_refused_naming_it(peer, kwargs, field):
     ids=[f'{p.name}-{next(iter(k))}' for p, k, _ in ERRORS])
 def test_what_the_peer_refuses_is_refused_naming_the_field(
         peer, kwargs, field):
-    with pytest.raises(Exception):  # noqa: B017 - each peer its own kind
+    with pytest.raises(Exception):  # each peer its own kind
         build_peer(peer, **kwargs).train()
     with pytest.raises((ValueError, TypeError), match=field):
         build_ours(peer, **kwargs)

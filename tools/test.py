@@ -26,7 +26,7 @@ from mmvisattn.checkpoint import (
 from mmvisattn.datasets.checks import check_dataloader_files
 from mmvisattn.engine.hooks import add_custom_hooks
 from mmvisattn.environment import mmcv_ops_fp32_under_bf16
-from mmvisattn_tools.common import (  # noqa: E402
+from mmvisattn_tools.common import (
     close_distributed,
     parse_tool_args,
     prepare_config,

@@ -37,7 +37,7 @@ from mmvisattn.engine.resume import latest_complete_checkpoint, remove_partials
 from mmvisattn_tools.common import (
     close_distributed,
     mixed_precision,
-    parse_tool_args,  # noqa: E402
+    parse_tool_args,
     prepare_config,
 )
 

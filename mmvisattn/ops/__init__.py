@@ -11,6 +11,7 @@ from .backend import (
                         fast_part,
                         fast_part_allowed,
                         fast_path_allowed,
+                        observed,
                         use_backend,
 )
 from .linear import packable_linear, packed_weights_scope
@@ -57,7 +58,7 @@ from .windows import (
 
 __all__ = [
     'BACKENDS', 'FAST_PARTS', 'fast_part', 'fast_part_allowed',
-    'fast_path_allowed',
+    'fast_path_allowed', 'observed',
     'use_backend',
     'window_partition', 'window_reverse', 'window_pair', 'check_window', 'check_shift',
     'pad_to_multiple',

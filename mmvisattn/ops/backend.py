@@ -1,16 +1,21 @@
 """Which implementation a module runs: the one place that decides.
 
 Three leaf modules have a second implementation of the same arithmetic
-for CPU inference beside their plain, differentiable one. Each is a named
+for CPU inference beside their plain, differentiable one (four parts). Each is a named
 part (:data:`FAST_PARTS`) behind the module's own ``forward``, so that
 the blocks read like the paper and forward hooks fire on every path:
 
 * ``'packed_linears'``: :class:`~mmvisattn.models.layers.PackedLinear`,
   an ``nn.Linear`` on oneDNN with its weight packed (:mod:`.linear`);
 * ``'window_chunks'``: :class:`~mmvisattn.models.layers.WindowAttention`
-  attends a cache-sized chunk of windows at a time;
+  attends a cache-sized chunk of windows at a time and scatters it to its
+  image tokens while it is in cache;
 * ``'mlp_chunks'``: :class:`~mmvisattn.models.layers.Mlp` runs a chunk of
-  rows at a time, each chunk's 4C-wide hidden state kept in cache.
+  rows at a time, each chunk's 4C-wide hidden state kept in cache and the
+  block's residual added to its rows there;
+* ``'fused_gelu'``: :class:`~mmvisattn.models.layers.Mlp` computes its
+  GELU in fc1's packed GEMM. That skips the calls of fc1 and of the GELU
+  module, so it runs only where no hook observes them (:func:`observed`).
 
 A part may run only when nothing can tell the difference:
 :func:`fast_part_allowed` is that condition (:func:`fast_path_allowed`,
@@ -33,7 +38,7 @@ import torch.nn as nn
 from .symbolic import recording
 
 BACKENDS = ('auto', 'plain')
-FAST_PARTS = ('packed_linears', 'window_chunks', 'mlp_chunks')
+FAST_PARTS = ('packed_linears', 'window_chunks', 'mlp_chunks', 'fused_gelu')
 _BACKEND = contextvars.ContextVar('mmvisattn_backend', default='auto')
 _WITHOUT = contextvars.ContextVar('mmvisattn_without', default=frozenset())
 
@@ -66,6 +71,21 @@ def fast_part_allowed(module: nn.Module, x: torch.Tensor, part: str) -> bool:
     """Whether ``module`` may run the fast path's part ``part`` on ``x``:
     the part is on and :func:`fast_path_allowed` holds."""
     return fast_part(part) and fast_path_allowed(module, x)
+
+
+def observed(*modules: nn.Module) -> bool:
+    """Whether a forward hook or pre-hook would see a call of any of
+    ``modules``: one registered on the module, or a global one
+    (``torch.nn.modules.module.register_module_forward_hook``). A part
+    that computes a module's arithmetic without calling it runs only where
+    this is False, so no hook can tell the difference."""
+    # torch keeps the global hooks in these module-level dicts (what
+    # Module._call_impl reads); there is no public getter
+    from torch.nn.modules import module as torch_module
+    if torch_module._global_forward_hooks or \
+            torch_module._global_forward_pre_hooks:
+        return True
+    return any(m._forward_hooks or m._forward_pre_hooks for m in modules)
 
 
 def current_backend() -> str:

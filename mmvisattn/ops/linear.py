@@ -118,17 +118,22 @@ def _packed_weight(weight: torch.Tensor, bias, dtype: torch.dtype):
 
 
 def packable_linear(x: torch.Tensor, weight: torch.Tensor,
-                   bias: Optional[torch.Tensor] = None,
-                   pack: bool = False) -> torch.Tensor:
-    """``F.linear(x, weight, bias)``; with ``pack``, on oneDNN with the
-    weight packed where the dtypes and the size make it pay (this module's
-    doc), inside the open :func:`packed_weights_scope` or one of its own."""
+                    bias: Optional[torch.Tensor] = None,
+                    pack: bool = False,
+                    gelu: Optional[str] = None) -> torch.Tensor:
+    """``F.linear(x, weight, bias)``, then ``F.gelu(approximate=gelu)``
+    where ``gelu`` names one (``'none'``, ``'tanh'``); with ``pack``, on
+    oneDNN with the weight packed where the dtypes and the size make it pay
+    (this module's doc), the GELU computed in the GEMM's epilogue, inside
+    the open :func:`packed_weights_scope` or one of its own."""
     dtype = _packed_dtype(x, weight) if pack else None
     if dtype is None:
-        return F.linear(x, weight, bias)
+        out = F.linear(x, weight, bias)
+        return out if gelu is None else F.gelu(out, approximate=gelu)
     with packed_weights_scope():
         packed, bias = _packed_weight(weight, bias, dtype)
         out = torch.ops.mkldnn._linear_pointwise(
-            x.reshape(-1, x.shape[-1]).to(dtype), packed, bias, 'none', [],
-            '')
+            x.reshape(-1, x.shape[-1]).to(dtype), packed, bias,
+            'none' if gelu is None else 'gelu', [],
+            '' if gelu is None else gelu)
     return out.view(*x.shape[:-1], out.shape[-1])

@@ -111,10 +111,10 @@ import time
 import torch
 from mmengine.logging import MMLogger
 
-import mmvisattn  # noqa: E402,F401
-from mmvisattn.models.backbones import SwinTransformer  # noqa: E402
-from mmvisattn.models.layers.window_msa import build_swin_attention  # noqa: E402
-from mmvisattn_tools.benchmark import build_pair  # noqa: E402
+import mmvisattn  # noqa: F401
+from mmvisattn.models.backbones import SwinTransformer
+from mmvisattn.models.layers.window_msa import build_swin_attention
+from mmvisattn_tools.benchmark import build_pair
 
 WINDOW = 7
 # (H = W, C, heads) of Swin-T's four stages for a 224x224 input

@@ -28,8 +28,9 @@ run this path with ``eager``: dynamo's capture without inductor's C++
 compilation).
 
 ``--ablate`` adds, for each part of our fast inference path
-(``mmvisattn.ops.FAST_PARTS``: packed linears, chunked window attention
-with the fused residual add, chunked MLP), an inference row of ours with
+(``mmvisattn.ops.FAST_PARTS``: packed linears, chunked window attention,
+chunked MLP with the residual added per chunk, the GELU fused into fc1),
+an inference row of ours with
 that part switched off (``use_backend('auto', without=(part, ))``) against
 ours with every part on, and one with the whole fast path off
 (``use_backend('plain')``), alternated in the same run: a ratio above 1 is

@@ -40,7 +40,7 @@ from mmengine.runner import load_checkpoint
 
 import mmvisattn  # registers the models; runtime() below
 from mmvisattn.models.layers import ReconstructedWindowAttention
-from mmvisattn_tools.common import config_scope  # noqa: E402
+from mmvisattn_tools.common import config_scope
 
 
 def parse_args(argv=None):

@@ -29,23 +29,23 @@ from typing import NamedTuple, Optional, Sequence, Tuple
 import matplotlib
 
 matplotlib.use('Agg')
-import matplotlib.patches as mpatches  # noqa: E402
-import matplotlib.pyplot as plt  # noqa: E402
-import mmcv  # noqa: E402
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-from mmengine.config import Config  # noqa: E402
-from mmengine.logging import MMLogger  # noqa: E402
-from PIL import Image  # noqa: E402
+import matplotlib.patches as mpatches
+import matplotlib.pyplot as plt
+import mmcv
+import numpy as np
+import torch
+from mmengine.config import Config
+from mmengine.logging import MMLogger
+from PIL import Image
 
-import mmvisattn  # noqa: E402  (registers the models; runtime() below)
-from mmvisattn.checkpoint import load_pretrained  # noqa: E402
-from mmvisattn.models.backbones.rswatt import RSWAttTransformer  # noqa: E402
-from mmvisattn.models.backbones.swin import SwinTransformer  # noqa: E402
-from mmvisattn.models.backbones.tnt import TNT  # noqa: E402
-from mmvisattn.models.layers import WindowAttention  # noqa: E402
-from mmvisattn.ops import WindowLayout, use_backend  # noqa: E402
-from mmvisattn.registry import MODELS  # noqa: E402
+import mmvisattn
+from mmvisattn.checkpoint import load_pretrained
+from mmvisattn.models.backbones.rswatt import RSWAttTransformer
+from mmvisattn.models.backbones.swin import SwinTransformer
+from mmvisattn.models.backbones.tnt import TNT
+from mmvisattn.models.layers import WindowAttention
+from mmvisattn.ops import WindowLayout, use_backend
+from mmvisattn.registry import MODELS
 
 MEAN = (123.675, 116.28, 103.53)
 STD = (58.395, 57.12, 57.375)

@@ -71,7 +71,7 @@ def _backbone_hash(backbone: torch.nn.Module) -> str:
         try:
             with torch.no_grad():
                 outs = backbone(x)
-        except Exception as e:  # noqa: BLE001 - the next size may fit
+        except Exception as e:  # the next size may fit
             error = e
             continue
         digest = hashlib.sha256()

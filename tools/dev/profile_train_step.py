@@ -23,8 +23,8 @@ from mmengine.config import Config, DictAction
 from mmengine.runner import Runner
 
 from mmvisattn_tools.common import (
-    mixed_precision,  # noqa: E402
-    prepare_config,  # noqa: E402
+    mixed_precision,
+    prepare_config,
 )
 
 # operator name -> group; an operator in none of them counts as 'other'

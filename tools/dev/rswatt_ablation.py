@@ -343,7 +343,7 @@ def table(results: str) -> str:
                 cls = ('background', 'square', 'disc', 'triangle', 'ring',
                        'bar')
                 extra = '/'.join(
-                    f'{np.mean([r["metrics"]["IoU"].get(c, np.nan) for r in rows[name]]):.1f}'  # noqa: E501
+                    f'{np.mean([r["metrics"]["IoU"].get(c, np.nan) for r in rows[name]]):.1f}'
                     for c in cls)
             else:
                 extra = ' / '.join(

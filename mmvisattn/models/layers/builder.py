@@ -91,10 +91,15 @@ def check_part_options(role: str, cls: type, options: dict, owner: str,
 
 
 def build_part(role: str, cfg, base: type, owner: str,
-               default: Optional[str] = None, **supplied) -> nn.Module:
+               default: Optional[str] = None, offered: Optional[dict] = None,
+               **supplied) -> nn.Module:
     """The part ``cfg`` names (:func:`resolve_part`), its options checked
     (:func:`check_part_options`), built by ``MODELS.build`` with what
-    ``owner`` ``supplied`` as ``default_args``."""
+    ``owner`` ``supplied`` as ``default_args``, and of what it ``offered``
+    (a window that global attention has no use for, say) only what the
+    class takes."""
     cls, options = resolve_part(role, cfg, base, default)
+    takes = part_options(cls)
+    supplied.update((k, v) for k, v in (offered or {}).items() if k in takes)
     check_part_options(role, cls, options, owner, supplied)
     return MODELS.build(dict(type=cls, **options), default_args=supplied)

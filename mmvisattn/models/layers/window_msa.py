@@ -87,7 +87,7 @@ from mmvisattn.ops.symbolic import is_concrete, recording, size_tensor
 from mmvisattn.registry import MODELS
 
 from .attention import SelfAttention
-from .builder import build_part, part_options, resolve_part
+from .builder import build_part
 from .mlp import Mlp
 
 DEFAULT_ATTENTION = 'WindowAttention'
@@ -107,16 +107,14 @@ def build_swin_attention(embed_dims: int, num_heads: int,
     (:func:`~.builder.build_part`) with what a Swin block sets itself: of
     the block's window and shift, only what the kind takes (global
     attention has neither, sliding windows no shift)."""
-    kind, _ = resolve_part('attn_cfg', attn_cfg, SelfAttention, default)
-    takes = part_options(kind)
-    windowing = {name: value for name, value in
-                 (('window_size', window_size), ('shift_size', shift_size))
-                 if name in takes}
     return build_part('attn_cfg', attn_cfg, SelfAttention, 'the Swin block',
-                      default=default, embed_dims=embed_dims,
-                      num_heads=num_heads, qkv_bias=qkv_bias,
-                      qk_scale=qk_scale, attn_drop_rate=attn_drop_rate,
-                      proj_drop_rate=proj_drop_rate, **windowing)
+                      default=default,
+                      offered=dict(window_size=window_size,
+                                   shift_size=shift_size),
+                      embed_dims=embed_dims, num_heads=num_heads,
+                      qkv_bias=qkv_bias, qk_scale=qk_scale,
+                      attn_drop_rate=attn_drop_rate,
+                      proj_drop_rate=proj_drop_rate)
 
 
 class SwinAttention(SelfAttention):
@@ -320,14 +318,14 @@ class WindowAttention(SwinAttention):
         B, H, W, C = x.shape
         layout, mask, tokens = self._window_setup(x)
         if fast_part_allowed(self, x, 'window_chunks'):
-            out = self.attend_in_chunks(tokens, layout, mask)
+            out = self.attend_in_chunks(tokens, layout, mask, (H, W))
         else:
             windows = tokens.index_select(1, layout.gather_index).view(
                 B, layout.num_windows, self.window_tokens, C)
             out = self.attend_windows(windows, mask, self.window_bias())
-        out = out.view(B, -1, C)
-        return self.proj_drop(
-            out.index_select(1, layout.scatter_index).view(B, H, W, C))
+            out = out.view(B, -1, C).index_select(
+                1, layout.scatter_index).view(B, H, W, C)
+        return self.proj_drop(out)
 
     def attend_windows(self, windows: torch.Tensor,
                        mask: Optional[torch.Tensor],
@@ -356,29 +354,37 @@ class WindowAttention(SwinAttention):
         return self.proj(out.transpose(2, 3).reshape(B, nW, N, C))
 
     def attend_in_chunks(self, tokens: torch.Tensor, layout,
-                         mask: Optional[torch.Tensor]) -> torch.Tensor:
+                         mask: Optional[torch.Tensor],
+                         hw_shape: Tuple[int, int]) -> torch.Tensor:
         """:meth:`attend_windows` of every window of ``tokens`` (B, L', C)
         in ``layout``'s slots, ``chunk_tokens`` rows at a time: the fast
         path's ``'window_chunks'`` part (eval, nothing recording:
         :func:`mmvisattn.ops.fast_path_allowed`), so that a chunk's q/k/v
-        and logits stay in the CPU's cache; the linears are packed once for
-        all chunks. Returns (B, windows * N, C) in window-slot order."""
+        and logits stay in the CPU's cache; each chunk is scattered to its
+        image tokens while it is there (reverse + roll back + crop, padded
+        slots landing in a scratch row), and the linears are packed once
+        for all chunks. Returns the (B, H, W, C) map."""
         B, _, C = tokens.shape
-        N, nW, bias = self.window_tokens, layout.num_windows, \
-            self.window_bias()
+        H, W = hw_shape
+        L, N, nW = H * W, self.window_tokens, layout.num_windows
+        bias = self.window_bias()
         per_chunk = max(1, self.chunk_tokens // N)
-        chunks = []
+        out = None  # (B * (L + 1), C): each image's tokens, then its scratch
         with packed_weights_scope():
             # chunks never straddle images: a chunk's mask rows are mask[s:e]
             for b in range(B):
                 for s in range(0, nW, per_chunk):
                     e = min(nW, s + per_chunk)
+                    slots = slice(s * N, e * N)
                     windows = tokens[b].index_select(
-                        0, layout.gather_index[s * N:e * N]).view(
-                            1, e - s, N, C)
-                    chunks.append(self.attend_windows(
-                        windows, None if mask is None else mask[s:e], bias))
-        return torch.cat(chunks, 1).view(B, nW * N, C)
+                        0, layout.gather_index[slots]).view(1, e - s, N, C)
+                    attended = self.attend_windows(
+                        windows, None if mask is None else mask[s:e], bias)
+                    if out is None:  # the attention's dtype (autocast's)
+                        out = attended.new_empty(B * (L + 1), C)
+                    out.index_copy_(0, layout.slot_to_image[slots] +
+                                    b * (L + 1), attended.view(-1, C))
+        return out.view(B, L + 1, C)[:, :L].unflatten(1, (H, W))
 
 
 @MODELS.register_module()
@@ -456,7 +462,8 @@ class SwinBlock(BaseModule):
             dict(type='DropPath', drop_prob=drop_path_rate))
         self.norm2 = build_norm_layer(norm_cfg, embed_dims)[1]
         self.mlp = Mlp(embed_dims, int(embed_dims * mlp_ratio), act_cfg,
-                       drop_rate, chunk_rows=self.attn.chunk_tokens)
+                       drop_rate, drop_path_rate,
+                       chunk_rows=self.attn.chunk_tokens)
 
     def forward(self, x: torch.Tensor, hw_shape: Tuple[int, int]
                 ) -> torch.Tensor:
@@ -471,4 +478,5 @@ class SwinBlock(BaseModule):
         B, L, C = x.shape
         attn = self.attn(self.norm1(x).view(B, *hw_shape, C))
         x = x + self.drop_path(attn.view(B, L, C))
-        return x + self.drop_path(self.mlp(self.norm2(x)))
+        # x + DropPath(MLP(LN(x))): the MLP adds its identity, as mmcv's FFN
+        return self.mlp(self.norm2(x), identity=x)
