@@ -153,6 +153,7 @@ class ResPostNormSwinBlock(SwinBlock):
         B, L, C = x.shape
         attn = self.attn(x.view(B, *hw_shape, C))
         x = x + self.drop_path(self.norm1(attn.view(B, L, C)))
+        # the norm sits between the MLP and the residual: no identity given
         return x + self.drop_path(self.norm2(self.mlp(x)))
 
 
