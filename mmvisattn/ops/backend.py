@@ -1,9 +1,9 @@
 """Which implementation a module runs: the one place that decides.
 
 Three leaf modules have a second implementation of the same arithmetic
-for CPU inference beside their plain, differentiable one (four parts). Each is a named
-part (:data:`FAST_PARTS`) behind the module's own ``forward``, so that
-the blocks read like the paper and forward hooks fire on every path:
+for CPU inference beside their plain, differentiable one, in four named
+parts (:data:`FAST_PARTS`), each behind its module's own ``forward``, so
+that the blocks read like the paper and forward hooks fire on every path:
 
 * ``'packed_linears'``: :class:`~mmvisattn.models.layers.PackedLinear`,
   an ``nn.Linear`` on oneDNN with its weight packed (:mod:`.linear`);

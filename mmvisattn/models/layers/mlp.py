@@ -8,6 +8,7 @@ from mmcv.cnn.bricks.drop import build_dropout
 from mmengine.model import BaseModule
 
 from mmvisattn.ops import (
+    fast_part,
     fast_part_allowed,
     observed,
     packable_linear,
@@ -72,7 +73,7 @@ class Mlp(BaseModule):
                 not observed(self.fc1, self.act):
             return packable_linear(
                 x, self.fc1.weight, self.fc1.bias,
-                pack=fast_part_allowed(self.fc1, x, 'packed_linears'),
+                pack=fast_part('packed_linears'),  # fc1's own condition
                 gelu=self.fusable_gelu)
         return self.act(self.fc1(x))
 
