@@ -38,7 +38,7 @@ from mmengine.config import Config
 from mmengine.logging import MMLogger
 from PIL import Image
 
-import mmvisattn
+import mmvisattn  # registers the models; runtime() below
 from mmvisattn.checkpoint import load_pretrained
 from mmvisattn.models.backbones.rswatt import RSWAttTransformer
 from mmvisattn.models.backbones.swin import SwinTransformer
