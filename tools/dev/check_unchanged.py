@@ -6,7 +6,11 @@ mmengine's Runner builds it (the config's ``custom_imports`` and
 how many parameters and modules ``train()`` freezes, and a SHA-256 of the
 backbone's outputs with deterministic weights (each floating tensor drawn
 from a generator seeded by its state-dict key) on a fixed input. Equal
-hashes mean outputs that differ by exactly 0.0.
+hashes mean outputs that differ by exactly 0.0. Each row also keeps a few
+of the outputs' values (the same seeded positions in both runs), so where
+a hash moved ``--compare`` says by how much those values moved: a
+kernel's rounding (about 1e-6 of the largest in float32) reads apart from
+a change of the arithmetic.
 
     python tools/dev/check_unchanged.py > before.jsonl     # on the old commit
     python tools/dev/check_unchanged.py > after.jsonl      # on the new one
@@ -57,9 +61,20 @@ def _deterministic_weights(model: torch.nn.Module) -> None:
             tensor.copy_(value)
 
 
-def _backbone_hash(backbone: torch.nn.Module) -> str:
-    """SHA-256 of the backbone's outputs on a fixed input; the input grows
-    to 32 windows where a classifier refuses maps smaller than a window."""
+# values kept per output, at seeded positions
+SAMPLES = 64
+
+
+def _samples(out: torch.Tensor) -> list:
+    flat = out.reshape(-1).double()
+    g = torch.Generator().manual_seed(0)
+    return flat[torch.randint(flat.numel(), (SAMPLES, ), generator=g)].tolist()
+
+
+def _backbone_outputs(backbone: torch.nn.Module) -> dict:
+    """SHA-256 of the backbone's outputs on a fixed input, and a sample of
+    their values; the input grows to 32 windows where a classifier refuses
+    maps smaller than a window."""
     backbone.eval()
     sizes = [(224, 288)]
     window = getattr(backbone, 'window_size', None)
@@ -74,12 +89,14 @@ def _backbone_hash(backbone: torch.nn.Module) -> str:
         except Exception as e:  # the next size may fit
             error = e
             continue
-        digest = hashlib.sha256()
+        digest, samples = hashlib.sha256(), []
         for out in (outs if isinstance(outs, (tuple, list)) else [outs]):
             digest.update(str(tuple(out.shape)).encode())
             digest.update(out.contiguous().numpy().tobytes())
-        return digest.hexdigest()[:16]
-    return f'error: {type(error).__name__}: {error}'
+            samples += _samples(out)
+        return dict(backbone_outputs=digest.hexdigest()[:16],
+                    backbone_samples=samples)
+    return dict(backbone_outputs=f'error: {type(error).__name__}: {error}')
 
 
 def describe(path: str) -> dict:
@@ -96,8 +113,18 @@ def describe(path: str) -> dict:
                                if not p.requires_grad)
     row['eval_modules'] = sum(not m.training for m in model.modules())
     _deterministic_weights(model)
-    row['backbone_outputs'] = _backbone_hash(model.backbone)
+    row.update(_backbone_outputs(model.backbone))
     return row
+
+
+def sample_change(a: dict, b: dict):
+    """How far the sampled output values moved, relative to the largest of
+    them (None where a row has no samples or their shapes differ)."""
+    x, y = a.get('backbone_samples'), b.get('backbone_samples')
+    if not x or not y or len(x) != len(y):
+        return None
+    x, y = torch.tensor(x), torch.tensor(y)
+    return ((x - y).abs().max() / y.abs().max().clamp_min(1e-30)).item()
 
 
 def compare(before: str, after: str) -> int:
@@ -107,14 +134,30 @@ def compare(before: str, after: str) -> int:
             rows = [json.loads(line) for line in f if line.startswith("{")]
         return {r['config']: r for r in rows if 'config' in r}
 
+    def shown(row):
+        return None if row is None else {
+            k: v for k, v in row.items() if k != 'backbone_samples'}
+
     old, new = read(before), read(after)
-    changed = 0
+    changed, moves = 0, []
     for name in sorted(set(old) | set(new)):
-        a, b = old.get(name), new.get(name)
-        if a != b:
-            changed += 1
-            print(f'CHANGED {name}\n  before {a}\n  after  {b}')
-    print(f'{len(set(old) & set(new))} configs in both, {changed} changed')
+        a, b = shown(old.get(name)), shown(new.get(name))
+        if a == b:
+            continue
+        changed += 1
+        print(f'CHANGED {name}\n  before {a}\n  after  {b}')
+        if a and b and {k for k in a if a[k] != b.get(k)} == {
+                'backbone_outputs'}:
+            move = sample_change(old[name], new[name])
+            if move is not None:
+                moves.append(move)
+                print(f'  the outputs alone: sampled values moved by '
+                      f'{move:.1e} of their largest')
+    summary = f'{len(set(old) & set(new))} configs in both, {changed} changed'
+    if moves:
+        summary += (f' ({len(moves)} in the outputs alone, sampled values '
+                    f'moved by at most {max(moves):.1e} of their largest)')
+    print(summary)
     return int(changed > 0)
 
 
