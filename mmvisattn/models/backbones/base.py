@@ -21,6 +21,7 @@ from mmengine.registry import DefaultScope
 from torch.nn.modules.batchnorm import _BatchNorm
 
 from mmvisattn.checkpoint import load_pretrained
+from mmvisattn.models.layers.removed import refuse_removed
 
 
 def resolve_arch(owner: str, arch_zoo: Dict[str, dict], arch,
@@ -93,10 +94,7 @@ def check_keywords(owner: str, given: Dict[str, object],
     and the peers' keywords taken (ours are in the signature); one of our
     removed spellings (``removed``: name -> what to write, as CHANGELOG.md
     lists them) says what to write instead."""
-    for name, instead in (removed or {}).items():
-        if name in given:
-            raise TypeError(f'{owner}: {name}= was removed; write {instead} '
-                            '(CHANGELOG.md)')
+    refuse_removed(owner, given, removed or {})
     unknown = sorted(set(given) - set(known))
     if unknown:
         raise TypeError(

@@ -18,6 +18,7 @@ from mmvisattn.models.layers import (
     PixelPositionEncoding,
     RSWAttBlock,
 )
+from mmvisattn.models.layers.removed import SCALE_WINDOWS, removed_keywords
 from mmvisattn.registry import MODELS
 
 from .base import (
@@ -30,6 +31,7 @@ from .base import (
 
 
 @MODELS.register_module()
+@removed_keywords(**SCALE_WINDOWS)
 class RSWAttTransformer(HierarchicalBackbone):
     """RSWAtt backbone.
 
@@ -120,6 +122,7 @@ class RSWAttTransformer(HierarchicalBackbone):
 
 
 @MODELS.register_module()
+@removed_keywords(**SCALE_WINDOWS)
 class RSWAttViT(BackboneBase):
     """A plain ViT whose layers are RSWAtt blocks: 16x16 patches, a class
     token, one map size throughout. Patch tokens attend their own adaptive
