@@ -21,7 +21,6 @@ from mmengine.registry import DefaultScope
 from torch.nn.modules.batchnorm import _BatchNorm
 
 from mmvisattn.checkpoint import load_pretrained
-from mmvisattn.models.layers.removed import refuse_removed
 
 
 def resolve_arch(owner: str, arch_zoo: Dict[str, dict], arch,
@@ -88,13 +87,11 @@ PeerKeyword = Callable[[str, str, object, dict], None]
 
 
 def check_keywords(owner: str, given: Dict[str, object],
-                   known: Sequence[str],
-                   removed: Optional[Dict[str, str]] = None) -> None:
+                   known: Sequence[str]) -> None:
     """A keyword neither ours nor a peer's is a ``TypeError`` that names it
-    and the peers' keywords taken (ours are in the signature); one of our
-    removed spellings (``removed``: name -> what to write, as CHANGELOG.md
-    lists them) says what to write instead."""
-    refuse_removed(owner, given, removed or {})
+    and the peers' keywords taken (ours are in the signature); our own
+    removed spellings are refused before, by the class
+    (:func:`~mmvisattn.models.layers.removed.removed_keywords`)."""
     unknown = sorted(set(given) - set(known))
     if unknown:
         raise TypeError(

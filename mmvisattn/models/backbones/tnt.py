@@ -32,6 +32,7 @@ from mmengine.model import BaseModule, ModuleList
 from mmengine.model.weight_init import trunc_normal_
 
 from mmvisattn.models.layers.patch import check_images
+from mmvisattn.models.layers.removed import removed_keywords
 from mmvisattn.models.layers.transformer import TransformerLayer
 from mmvisattn.models.utils.tnt_convert import tnt_any_to_mmvisattn
 from mmvisattn.ops.symbolic import ceil_div, is_concrete
@@ -160,6 +161,7 @@ TNT_PEER_KEYWORDS = dict(
 
 
 @MODELS.register_module()
+@removed_keywords(pyramid_blocks='pyramid=(i, j, k, l)')
 class TNT(BackboneBase):
     """TNT backbone.
 
@@ -264,8 +266,7 @@ class TNT(BackboneBase):
         legacy = defaults['legacy'] if legacy is None else legacy
         out_type = defaults['out_type'] if out_type is None else out_type
         # mmpretrain's spellings (and, below, its custom-arch keys)
-        check_keywords('TNT', peer_keywords, self.peer_keywords,
-                       removed=dict(pyramid_blocks='pyramid=(i, j, k, l)'))
+        check_keywords('TNT', peer_keywords, self.peer_keywords)
         ours = read_peer_keywords(
             'TNT', TNT_PEER_KEYWORDS, peer_keywords,
             dict(mlp_ratio=mlp_ratio, inner_stride=inner_stride))

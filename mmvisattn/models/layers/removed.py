@@ -3,35 +3,29 @@
 
 Python's own error for a removed keyword names neither the new spelling
 nor, for a subclass of a peer's class (an mmseg decode head), our class.
-Where a removed name is still a keyword elsewhere in the package with
-another meaning (RSWAtt's ``window_size``: one window everywhere else),
-users will keep writing it, so the class says what to write instead.
+The classes whose removed names users will keep writing say what to write
+instead: RSWAtt's ``window_size`` (one window everywhere else in the
+package) and TNT's ``pyramid_blocks``.
 """
 import functools
-from typing import Dict
-
-
-def refuse_removed(owner: str, given: Dict[str, object],
-                   removed: Dict[str, str]) -> None:
-    """A ``TypeError`` for the first of ``removed`` (name -> what to write
-    instead) that ``given`` holds."""
-    for name, instead in removed.items():
-        if name in given:
-            raise TypeError(f'{owner}: {name}= was removed; write {instead} '
-                            '(CHANGELOG.md)')
 
 
 def removed_keywords(**removed: str):
     """Class decorator: the class (and its subclasses) refuse each keyword
-    of ``removed`` (name -> what to write instead) before ``__init__``
-    runs; the signature stays the class's own."""
+    of ``removed`` (name -> what to write instead) with a ``TypeError``
+    saying what to write, before ``__init__`` runs; the signature stays
+    the class's own."""
 
     def decorate(cls: type) -> type:
         init = cls.__init__
 
         @functools.wraps(init)
         def __init__(self, *args, **kwargs):
-            refuse_removed(type(self).__name__, kwargs, removed)
+            for name, instead in removed.items():
+                if name in kwargs:
+                    raise TypeError(
+                        f'{type(self).__name__}: {name}= was removed; write '
+                        f'{instead} (CHANGELOG.md)')
             init(self, *args, **kwargs)
 
         cls.__init__ = __init__
