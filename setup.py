@@ -42,16 +42,13 @@ setup(
     description='Swin, TNT and RSWAtt backbones for mmdet and mmsegmentation',
     long_description=open(osp.join(HERE, 'README.md')).read(),
     long_description_content_type='text/markdown',
-    # the tools' shared helpers install beside the runtime package, so
-    # every tool imports them without editing sys.path
-    packages=find_packages(exclude=('configs', 'tools', 'tests')) +
-    ['mmvisattn_tools'],
-    package_dir={'mmvisattn_tools': 'tools/mmvisattn_tools'},
+    packages=find_packages(include=('mmvisattn', 'mmvisattn.*')),
     package_data={'mmvisattn': mim_files()},
     include_package_data=True,
     python_requires='>=3.8',
     install_requires=parse_requirements('runtime.txt'),
-    extras_require={'tests': parse_requirements('tests.txt'),
+    extras_require={'tests': parse_requirements('tests.txt') +
+                    parse_requirements('mim.txt'),
                     'deploy': parse_requirements('deploy.txt')},
     license='Apache License 2.0',
     zip_safe=False,

@@ -26,7 +26,7 @@ from mmvisattn.checkpoint import (
     read_checkpoint,
     verify_checkpoint,
 )
-from mmvisattn_tools.common import config_scope
+from mmvisattn.cli import config_scope
 
 
 def parse_args(argv=None):

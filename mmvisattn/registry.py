@@ -103,7 +103,8 @@ MODELS = _Registry(
     optional_locations=[
         'mmvisattn.models.dense_heads', 'mmvisattn.models.detectors',
         'mmvisattn.models.losses', 'mmvisattn.models.necks',
-        'mmvisattn.models.plugins', 'mmvisattn.models.decode_heads'
+        'mmvisattn.models.plugins', 'mmvisattn.models.decode_heads',
+        'mmvisattn.models.test_time_augs'
     ])
 
 # Assigners and target builders of our heads (mmdet's TASK_UTILS reaches them

@@ -3,7 +3,7 @@
 The paper counted detectors with mmdet 2.x's get_flops (mmcv 1.x module
 hooks on ``forward_dummy``: box heads on 1000 proposals, mask heads on 100)
 with the backbone's attention matmuls included; ``convention='paper'`` of
-mmvisattn_tools.complexity (tools/) reproduces it. The models are built here from
+mmvisattn.analysis.complexity (tools/) reproduces it. The models are built here from
 mmdet's configs with our backbone, so these tests do not depend on the zoo
 configs.
 """
@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from helpers import REPO, load_tool
-from mmvisattn_tools import complexity, flops
+from mmvisattn.analysis import complexity, flops
 
 SHAPE = (3, 800, 1280)  # the paper's 1280x800
 

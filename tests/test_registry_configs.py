@@ -109,14 +109,14 @@ def test_import_pulls_in_no_analysis_or_tool_code():
     import sys
     proc = subprocess.run(
         [sys.executable, '-c', 'import mmvisattn, sys; print(sorted(m for m '
-         "in sys.modules if m.startswith('mmvisattn') or m in "
-         "('mmvisattn_tools', 'make_demo_data')))"],
+         "in sys.modules if m.startswith('mmvisattn') or m == "
+         "'make_demo_data'))"],
         cwd='/', capture_output=True, text=True, timeout=300, check=True)
     loaded = eval(proc.stdout.strip().splitlines()[-1])
     assert 'mmvisattn.models.backbones.swin' in loaded
     assert not [m for m in loaded if m.startswith(
-        ('mmvisattn_tools', 'mmvisattn.engine',
-         'make_demo_data'))], loaded
+        ('mmvisattn.analysis', 'mmvisattn.cli', 'mmvisattn.engine',
+         'mmvisattn.datasets.demo_data', 'make_demo_data'))], loaded
 
 
 @pytest.mark.slow  # optimizer steps by hand (pytest.ini)

@@ -253,11 +253,11 @@ def test_classifier_params_and_flops():
     """Swin-T with a 1000-class head: 28.3M params, 4.5G FLOPs at 224 (paper).
 
     Counted with mmengine's FlopAnalyzer; its default handles skip the fused
-    attention kernel, so mmvisattn_tools.complexity adds one for it.
+    attention kernel, so mmvisattn.analysis.complexity adds one for it.
     """
     from mmpretrain.models import ImageClassifier
 
-    from mmvisattn_tools.complexity import get_complexity
+    from mmvisattn.analysis.complexity import get_complexity
     model = ImageClassifier(
         backbone=dict(type='mmvisattn.SwinTransformer', arch='tiny',
                       out_indices=(3, )),

@@ -29,8 +29,10 @@ PYEOF
 }
 
 # One import probe of the whole stack: prints "missing NAME" per module that does not
-# import, and "at PATH" for the mmvisattn that imports (the tests need this checkout's).
-STACK="torch torchvision mmcv.ops mmdet mmseg mmpretrain.models mmvisattn mmvisattn_tools"
+# import, "at PATH" for the mmvisattn that imports (the tests need this checkout's) and
+# "found PATH" for the folder mmengine's own package lookup finds for it (what
+# `read_base()` imports of mmvisattn.configs go through).
+STACK="torch torchvision mmcv.ops mmdet mmseg mmpretrain.models mmvisattn"
 probe() { (cd / && $PY - $STACK) <<'PYEOF' 2>/dev/null
 import importlib, os, sys
 for name in sys.argv[1:]:
@@ -41,6 +43,8 @@ for name in sys.argv[1:]:
     else:
         if name == 'mmvisattn':
             print('at', os.path.realpath(os.path.dirname(module.__file__)))
+            from mmengine.utils import get_installed_path
+            print('found', os.path.realpath(get_installed_path('mmvisattn')))
 PYEOF
 }
 state=$(probe)
@@ -115,20 +119,52 @@ if [ $rebuild = 1 ] || { lacks mmcv.ops && ! have mmcv.ops; }; then
   have mmcv.ops || { echo "[install] ERROR: mmcv.ops still does not import after the build" >&2; exit 1; }
 fi
 
-# Every requirements file but the pins (constraints.txt) and torch.txt (checked by import above).
+# Every requirements file but the pins (constraints.txt), torch.txt (checked by import
+# above) and mim.txt (below).
 files=()
 for f in requirements/*.txt; do
-  case $f in */constraints.txt|*/torch.txt) ;; *) files+=("$f") ;; esac
+  case $f in */constraints.txt|*/torch.txt|*/mim.txt) ;; *) files+=("$f") ;; esac
 done
 if ! missing "${files[@]}"; then
   echo "[install] requirements (installs only what is missing)"
   $PIPI -q "${files[@]/#/-r}"
   changed=1
 fi
+# openmim without its dependencies (requirements/mim.txt says why; tests.txt has
+# what `mim` imports)
+if ! missing requirements/mim.txt; then
+  echo "[install] openmim"
+  $PIPI -q --no-deps -r requirements/mim.txt
+  changed=1
+fi
 
-if ! grep -qx "at $(realpath mmvisattn)" <<<"$state" || lacks mmvisattn_tools; then
+# mmvisattn, editable, in setuptools' "develop" layout: the metadata
+# (mmvisattn.egg-info) beside the package in this checkout, mmvisattn.egg-link and a
+# line of easy-install.pth in site-packages. pkg_resources, and so mmengine's own
+# package lookup (get_installed_path), finds the package in this checkout, so
+# `with read_base(): from mmvisattn.configs... import *` works under stock mmengine,
+# as in a regular install. A PEP 660 editable install (`pip install -e .`) keeps its
+# metadata in site-packages, where mmengine looks for a site-packages/mmvisattn
+# folder that does not exist. pip lists, shows and uninstalls this layout.
+develop_install() {
+  site=$($PY -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  $PIP uninstall -y -q mmvisattn >/dev/null 2>&1 || true  # any earlier install
+  if [ -f "$site/mmvisattn.egg-link" ]; then  # another checkout's, if pip left it
+    old=$(head -n1 "$site/mmvisattn.egg-link")
+    if [ -f "$site/easy-install.pth" ]; then
+      { grep -vxF "$old" "$site/easy-install.pth" || true; } > "$site/easy-install.pth.new"
+      mv "$site/easy-install.pth.new" "$site/easy-install.pth"
+    fi
+  fi
+  (cd "$ROOT" && $PY setup.py -q egg_info >/dev/null 2>&1)
+  printf '%s\n.\n' "$ROOT" > "$site/mmvisattn.egg-link"
+  touch "$site/easy-install.pth"
+  grep -qxF "$ROOT" "$site/easy-install.pth" || echo "$ROOT" >> "$site/easy-install.pth"
+}
+here=$(realpath mmvisattn)
+if ! grep -qx "at $here" <<<"$state" || ! grep -qx "found $here" <<<"$state"; then
   echo "[install] mmvisattn (editable, this checkout)"
-  $PIPI -q --no-build-isolation --no-deps -e .
+  develop_install
   changed=1
 fi
 # nothing installed: the probe above already imported the whole stack

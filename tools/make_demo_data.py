@@ -8,7 +8,7 @@ semantic segmentation. Small, quick to learn, and the same on every machine.
 """
 import argparse
 
-from mmvisattn_tools.demo_data import generate_shapes
+from mmvisattn.datasets.demo_data import generate_shapes
 
 __all__ = ['generate_shapes']
 

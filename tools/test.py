@@ -23,14 +23,14 @@ from mmvisattn.checkpoint import (
     read_checkpoint,
     verify_checkpoint,
 )
-from mmvisattn.datasets.checks import check_dataloader_files
-from mmvisattn.engine.hooks import add_custom_hooks
-from mmvisattn.environment import mmcv_ops_fp32_under_bf16
-from mmvisattn_tools.common import (
+from mmvisattn.cli import (
     close_distributed,
     parse_tool_args,
     prepare_config,
 )
+from mmvisattn.datasets.checks import check_dataloader_files
+from mmvisattn.engine.hooks import add_custom_hooks
+from mmvisattn.environment import mmcv_ops_fp32_under_bf16
 
 
 def parse_args():

@@ -31,15 +31,15 @@ from mmengine.registry import RUNNERS
 from mmengine.runner import Runner
 
 import mmvisattn  # registers the models; runtime() below
-from mmvisattn.datasets.checks import check_dataloader_files
-from mmvisattn.engine import fault_tolerant_training
-from mmvisattn.engine.resume import latest_complete_checkpoint, remove_partials
-from mmvisattn_tools.common import (
+from mmvisattn.cli import (
     close_distributed,
     mixed_precision,
     parse_tool_args,
     prepare_config,
 )
+from mmvisattn.datasets.checks import check_dataloader_files
+from mmvisattn.engine import fault_tolerant_training
+from mmvisattn.engine.resume import latest_complete_checkpoint, remove_partials
 
 
 def parse_args():

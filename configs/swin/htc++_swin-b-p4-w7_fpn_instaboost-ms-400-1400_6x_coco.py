@@ -10,7 +10,7 @@
 #
 # Choices the paper leaves open, and why (the official HTC++ config was never
 # released; params/FLOPs counted with this repository's model, FLOPs with
-# tools/mmvisattn_tools/complexity.py at 3x1280x800, one multiply-add = one FLOP):
+# mmvisattn/analysis/complexity.py at 3x1280x800, one multiply-add = one FLOP):
 # * Semantic branch ON (COCO-stuff maps). Only HTC with its semantic head,
 #   the global block and 4conv1fc class-agnostic box heads gives the paper's
 #   sizes: Swin-B 159.5M -> "160M", Swin-L 283.8M -> "284M" (the paper rounds:

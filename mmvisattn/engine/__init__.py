@@ -12,6 +12,7 @@ from .hooks import (
                           RankMeanLossHook,
                           ReleaseClassifierHook,
                           RNGStateHook,
+                          SafeCheckpointLoadingHook,
                           fault_tolerant_training,
 )
 from .optim_constructor import LayerDecayOptimWrapperConstructor, layer_id
@@ -21,7 +22,7 @@ __all__ = [
     'AmpOptimWrapper', 'BF16OptimWrapper',
     'LayerDecayOptimWrapperConstructor', 'layer_id', 'AtomicCheckpointHook',
     'RNGStateHook', 'FiniteLossHook', 'FiniteInputHook',
-    'ReleaseClassifierHook', 'RankMeanLossHook',
+    'ReleaseClassifierHook', 'RankMeanLossHook', 'SafeCheckpointLoadingHook',
     'fault_tolerant_training', 'CheckpointError', 'latest_complete_checkpoint',
     'read_checkpoint', 'verify_checkpoint', 'CPUDistributedDataParallel',
     'CPUSyncBatchNorm', 'init_cpu_distributed', 'partial_path',

@@ -30,6 +30,7 @@ from mmengine.hooks import CheckpointHook, Hook
 from mmengine.model import is_model_wrapper
 
 from mmvisattn.checkpoint import release_classifier_state_dict
+from mmvisattn.environment import safe_checkpoint_loading
 from mmvisattn.registry import HOOKS
 
 from .resume import partial_path
@@ -47,6 +48,46 @@ def write_text_atomically(path: str, text: str) -> None:
 def _fsync(path: str) -> None:
     with open(path, 'rb') as f:
         os.fsync(f.fileno())
+
+
+@HOOKS.register_module()
+class SafeCheckpointLoadingHook(Hook):
+    """Lets torch's weights-only loader (torch>=2.6's default) read full
+    mmengine checkpoints while the runner loads weights, for a run under
+    any entry point: mmdet's, mmseg's or mmpretrain's own
+    ``tools/train.py`` and ``tools/test.py``, ``mim train``, a user's
+    script. Without it ``resume``, ``load_from`` and
+    ``init_cfg=dict(type='Pretrained')`` fail with "Unsupported global"
+    (mmengine pickles numpy arrays and ``HistoryBuffer``).
+
+    It enters :func:`mmvisattn.environment.safe_checkpoint_loading` in
+    ``before_run``, before the runner initialises the weights and calls
+    ``load_or_resume``, and leaves it when the loop starts (``before_train``,
+    ``before_val``, ``before_test``) or at ``after_run``: torch's
+    allow-list is then exactly as the hook found it. Only the types
+    mmengine's checkpoints hold are allowed, so the loader stays safe.
+    Our own tools need no hook (they run in :func:`mmvisattn.runtime`);
+    with one, the scopes nest. Name it in a config::
+
+        custom_hooks = [dict(type='mmvisattn.SafeCheckpointLoadingHook')]
+    """
+
+    priority = 'VERY_HIGH'
+
+    def __init__(self):
+        self._scope = None
+
+    def before_run(self, runner) -> None:
+        if self._scope is None:
+            self._scope = safe_checkpoint_loading()
+            self._scope.__enter__()
+
+    def _leave(self, runner=None) -> None:
+        if self._scope is not None:
+            scope, self._scope = self._scope, None
+            scope.__exit__(None, None, None)
+
+    before_train = before_val = before_test = after_run = _leave
 
 
 @HOOKS.register_module()

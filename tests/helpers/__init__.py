@@ -205,7 +205,7 @@ def runner_loss_step(config, work_dir, moves=()):
     from mmengine.config import Config
     from mmengine.runner import Runner
 
-    from mmvisattn_tools.common import prepare_config
+    from mmvisattn.cli import prepare_config
     cfg = prepare_config(Config.fromfile(str(config)),
                                      str(config), str(work_dir))
     if cfg.get('visualizer'):

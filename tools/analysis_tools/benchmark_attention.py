@@ -112,9 +112,9 @@ import torch
 from mmengine.logging import MMLogger
 
 import mmvisattn  # noqa: F401
+from mmvisattn.analysis.benchmark import build_pair
 from mmvisattn.models.backbones import SwinTransformer
 from mmvisattn.models.layers.window_msa import build_swin_attention
-from mmvisattn_tools.benchmark import build_pair
 
 WINDOW = 7
 # (H = W, C, heads) of Swin-T's four stages for a 224x224 input

@@ -43,9 +43,9 @@ import time
 import torch
 
 import mmvisattn  # noqa: F401
+from mmvisattn.analysis.benchmark import build_pair
 from mmvisattn.models.backbones import SwinTransformer
 from mmvisattn.ops import FAST_PARTS, use_backend
-from mmvisattn_tools.benchmark import build_pair
 
 DEVICE = 'cpu'
 

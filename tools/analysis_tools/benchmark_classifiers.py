@@ -26,7 +26,7 @@ from mmengine.registry import DefaultScope
 import mmvisattn  # registers the models; runtime() below
 
 REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
-from mmvisattn_tools.flops import (classification_shape,  # noqa
+from mmvisattn.analysis.flops import (classification_shape,  # noqa
                                    strip_pretrained)
 
 PEER = 'mmpretrain Swin-T (peer)'

@@ -13,7 +13,7 @@ alternation for ``--rounds`` rounds of ``--runs`` passes each (after one
 warm-up round); the table gives the median round of each and the ratio
 RSWAttViT / ViT per round and its median: read the ratios, not the
 milliseconds, on a noisy machine. FLOPs: fvcore's convention (every
-matmul counted, attention included; ``mmvisattn_tools.complexity.get_complexity``).
+matmul counted, attention included; ``mmvisattn.analysis.complexity.get_complexity``).
 """
 import argparse
 import statistics
@@ -23,8 +23,8 @@ import torch
 from mmengine.logging import MMLogger
 
 import mmvisattn  # noqa: F401
+from mmvisattn.analysis.complexity import get_complexity
 from mmvisattn.models.backbones import RSWAttViT
-from mmvisattn_tools.complexity import get_complexity
 
 
 def build_models(arch: str, size: int):

@@ -19,7 +19,7 @@ from mmengine.config import Config, DictAction
 from mmengine.utils import ProgressBar
 
 import mmvisattn  # registers the models; runtime() below
-from mmvisattn_tools.common import config_scope
+from mmvisattn.cli import config_scope
 
 
 def parse_args(argv=None):

@@ -31,7 +31,7 @@ kernel (RepPoints v2): ``--convention paper``, the default, within 0.7% of
 every Table 2 entry. ``mmcv1`` leaves out the attention matmuls; ``fvcore``
 jit-traces the same forward and counts every matmul (slower). Parameters are
 the trainable ones, as mmcv counts them. See
-``tools/mmvisattn_tools/complexity.py``.
+``mmvisattn/analysis/complexity.py``.
 """
 import argparse
 import glob
@@ -42,12 +42,12 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from mmengine.config import DictAction
 
 import mmvisattn  # registers the models; runtime() below
-from mmvisattn_tools.complexity import (
+from mmvisattn.analysis.complexity import (
     CONVENTIONS,
     get_complexity,
     group_by_prefix,
 )
-from mmvisattn_tools.flops import count_config
+from mmvisattn.analysis.flops import count_config
 
 REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 

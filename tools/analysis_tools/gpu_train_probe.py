@@ -51,8 +51,8 @@ from mmengine.hooks import Hook
 from mmengine.runner import Runner
 
 import mmvisattn  # registers the models; runtime() below
+from mmvisattn.cli import mixed_precision
 from mmvisattn.models.backbones import SwinTransformer
-from mmvisattn_tools.common import mixed_precision
 
 STOP_MARGIN = 8  # seconds left for the Runner to wind down and the report
 

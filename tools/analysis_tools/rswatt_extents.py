@@ -39,8 +39,8 @@ from mmengine.registry import DefaultScope
 from mmengine.runner import load_checkpoint
 
 import mmvisattn  # registers the models; runtime() below
+from mmvisattn.cli import config_scope
 from mmvisattn.models.layers import ReconstructedWindowAttention
-from mmvisattn_tools.common import config_scope
 
 
 def parse_args(argv=None):

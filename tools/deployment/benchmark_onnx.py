@@ -19,7 +19,7 @@ import warnings
 import numpy as np
 import torch
 
-from mmvisattn_tools.common import median_ms
+from mmvisattn.analysis.benchmark import median_ms
 
 MODELS = {
     'swin-t': dict(type='SwinTransformer'),

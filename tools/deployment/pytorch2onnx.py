@@ -34,7 +34,7 @@ from mmengine.config import DictAction
 from torch import nn
 
 import mmvisattn
-from mmvisattn_tools.common import config_scope
+from mmvisattn.cli import config_scope
 
 
 def parse_args(argv=None):

@@ -21,7 +21,7 @@ import argparse
 import torch
 import torch.nn.functional as F
 
-from mmvisattn_tools.common import median_ms
+from mmvisattn.analysis.benchmark import median_ms
 
 
 def timed(fn):

@@ -58,6 +58,8 @@ def _deterministic_weights(model: torch.nn.Module) -> None:
             value = torch.randn(tensor.shape, generator=g) * 0.05
             if tensor.dim() == 1 and key.endswith('weight'):
                 value += 1.  # norm scales around one
+            elif key.endswith('running_var'):
+                value = value.abs() + 1.  # a variance: BN backbones finite
             tensor.copy_(value)
 
 

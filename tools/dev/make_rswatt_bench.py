@@ -37,7 +37,7 @@ import cv2
 import numpy as np
 
 # the demo data's writer (same layout); tools/ is not a package
-from mmvisattn_tools.demo_data import write_scenes
+from mmvisattn.datasets.demo_data import write_scenes
 
 CLASSES = ('square', 'disc', 'triangle', 'ring', 'bar')
 # the shared palette (BGR): objects and distractors alike, jittered

@@ -22,7 +22,7 @@ import torch
 from mmengine.config import Config, DictAction
 from mmengine.runner import Runner
 
-from mmvisattn_tools.common import (
+from mmvisattn.cli import (
     mixed_precision,
     prepare_config,
 )

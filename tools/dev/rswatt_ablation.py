@@ -270,7 +270,7 @@ def measure_cost(args):
     import torch
     from mmengine.registry import DefaultScope
 
-    from mmvisattn_tools.flops import build_model, count_config
+    from mmvisattn.analysis.flops import build_model, count_config
 
     torch.set_num_threads(args.threads)
     data = load_results(args.results)

@@ -7,8 +7,8 @@ from typing import Dict, Optional, Sequence, Tuple
 from mmengine.config import Config
 from mmengine.registry import DefaultScope
 
-from mmvisattn_tools.common import config_scope
-from mmvisattn_tools.complexity import model_complexity
+from mmvisattn.analysis.complexity import model_complexity
+from mmvisattn.cli import config_scope
 
 DETECTION_SHAPE = (800, 1280)  # H, W: the paper's "1280x800"
 SEGMENTATION_SHAPE = (512, 2048)  # Table 3

@@ -1,10 +1,9 @@
-"""Command line and config handling shared by the tools (train, test, the
-analysis tools, demo/image_demo.py)."""
+"""The command line and config handling our tools share (train, test, the
+analysis and deployment tools, demo/image_demo.py); not imported by
+``import mmvisattn``."""
 import argparse
 import os
 import os.path as osp
-import statistics
-import time
 from typing import Optional
 
 import torch
@@ -62,17 +61,6 @@ def prepare_config(cfg: Config, config_path: str,
     return cfg
 
 
-def median_ms(fn, iters: int, warmup: int) -> float:
-    """Median wall time of ``fn()`` in milliseconds over ``iters`` calls,
-    after ``warmup`` untimed calls (the benchmarks of tools/)."""
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(iters):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return 1000 * statistics.median(times)
 
 
 def close_distributed() -> None:
