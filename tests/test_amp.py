@@ -294,10 +294,9 @@ def test_gpu_check_script_and_the_apis_it_calls(tmp_path):
     Resize, no validation or checkpoints); the flags it passes to each
     tool; the CUDA test module it runs (collected) and the benchmark's
     batch, autocast and compiled paths on the CPU at a tiny size."""
-    script = osp.join(REPO, 'tools', 'analysis_tools', 'gpu_check.sh')
+    script = osp.join(REPO, 'dev', 'gpu', 'gpu_check.sh')
     for path in (script, osp.join(REPO, 'tools', 'build_mmcv.sh'),
-                 osp.join(REPO, 'tools', 'analysis_tools',
-                          'gpu_wheelhouse.sh')):
+                 osp.join(REPO, 'dev', 'gpu', 'gpu_wheelhouse.sh')):
         subprocess.run(['bash', '-n', path], check=True)
     env = dict(os.environ, GPU_CHECK_DATA=str(tmp_path / 'data'),
                GPU_CHECK_PARTS='ops detector segmentor benchmark precisions '
@@ -342,7 +341,7 @@ def test_gpu_check_script_and_the_apis_it_calls(tmp_path):
             [sys.executable, tool, '--help'], cwd=REPO, check=True,
             stdout=subprocess.PIPE, text=True).stdout
         for tool in ('tools/analysis_tools/benchmark_backbone.py',
-                     'tools/analysis_tools/gpu_train_probe.py',
+                     'dev/gpu/gpu_train_probe.py',
                      'tools/train.py')
     }
     for flag in ('--device', '--infer-batch', '--train-batch',
@@ -353,7 +352,7 @@ def test_gpu_check_script_and_the_apis_it_calls(tmp_path):
                  '--amp-dtype', '--mmdet-backbone', '--fixed-scale',
                  '--json', '--against', '--work-dir', '--cfg-options'):
         assert flag in text and flag in helps[
-            'tools/analysis_tools/gpu_train_probe.py'], flag
+            'dev/gpu/gpu_train_probe.py'], flag
     assert '--amp' in helps['tools/train.py']
     collected = subprocess.run(
         [sys.executable, '-m', 'pytest', 'tests/test_cuda.py',
@@ -391,8 +390,7 @@ def _check_probe_configs(tmp_path):
     from mmdet.registry import MODELS
 
     from mmvisattn.models.backbones import SwinTransformer
-    probe = load_tool(osp.join('tools', 'analysis_tools',
-                               'gpu_train_probe.py'))
+    probe = load_tool(osp.join('dev', 'gpu', 'gpu_train_probe.py'))
     data = generate_shapes(str(tmp_path / 'shapes'), num_train=2,
                            num_val=1, size=(32, 48))
     cascade = osp.join(REPO, 'configs', 'cascade_swin_t_coco.py')

@@ -1,4 +1,4 @@
-"""tools/dev/check_unchanged.py: what a refactoring must leave unchanged,
+"""dev/check_unchanged.py: what a refactoring must leave unchanged,
 and, where a hash moved, by how much."""
 import json
 import os.path as osp
@@ -8,7 +8,7 @@ import pytest
 from helpers import load_tool
 from mmvisattn.ops import use_backend
 
-tool = load_tool('tools/dev/check_unchanged.py')
+tool = load_tool('dev/check_unchanged.py')
 
 # RSWAtt-n: the smallest config whose fast path packs its linears, so its
 # default-path outputs differ from the plain path's by GEMM rounding

@@ -3,7 +3,7 @@ on CUDA in fp32/fp16/bf16 against the CPU, no host sync in a forward, the
 CPU-only fast path kept off CUDA, SDPA's fused kernels reachable,
 ``torch.compile``, and 2-iteration Cascade / UperNet runs with ``--amp``
 through the tools. Every test here skips, with the reason, on a machine
-without CUDA; ``tools/analysis_tools/gpu_check.sh`` runs this module on a
+without CUDA; ``dev/gpu/gpu_check.sh`` runs this module on a
 GPU machine."""
 import copy
 import os.path as osp

@@ -15,7 +15,7 @@ fp32 and under fp16 and bf16 autocast against mmcv's CPU kernels in fp32,
 and the sigmoid focal loss (mmcv has no CPU kernel for it) against mmdet's
 Python version. Under bf16 the ops run inside
 ``mmvisattn.environment.mmcv_ops_fp32_under_bf16``, as bf16 training runs them
-(mmcv has no bf16 kernels). ``tools/analysis_tools/gpu_check.sh`` runs the
+(mmcv has no bf16 kernels). ``dev/gpu/gpu_check.sh`` runs the
 module first on a GPU machine; on the CPU the comparison itself runs in fp32
 (and bf16 where mmvisattn is installed).
 

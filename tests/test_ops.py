@@ -1,14 +1,12 @@
 import pytest
 import torch
 
+from helpers.windows import pad_to_multiple, window_partition, window_reverse
 from mmvisattn.ops import (
-    pad_to_multiple,
     relative_position_index,
     resize_relative_position_table,
     shifted_window_mask,
     window_attention,
-    window_partition,
-    window_reverse,
 )
 from mmvisattn.ops.masks import MASK_VALUE
 

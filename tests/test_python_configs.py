@@ -1,9 +1,9 @@
 """mmvisattn/configs/: the headline configs in mmengine's pure-Python form,
-derived from configs/ by tools/dev/make_python_configs.py. Each file is
+derived from configs/ by dev/make_python_configs.py. Each file is
 current (the same text the script writes now), and each builds the same
 model as its text twin: parameter count, frozen parameters, modules in
 eval mode and a hash of the backbone's outputs with seeded weights
-(tools/dev/check_unchanged.py's row), compared through mmengine's own
+(dev/check_unchanged.py's row), compared through mmengine's own
 Config.fromfile and registry build."""
 import math
 import os.path as osp
@@ -12,8 +12,8 @@ import pytest
 
 from helpers import load_tool, sampled
 
-generator = load_tool('tools/dev/make_python_configs.py')
-unchanged = load_tool('tools/dev/check_unchanged.py')
+generator = load_tool('dev/make_python_configs.py')
+unchanged = load_tool('dev/check_unchanged.py')
 
 PAIRS = list(generator.pairs())
 IDS = [osp.basename(python) for _, python in PAIRS]
@@ -33,7 +33,7 @@ def test_every_headline_config_has_its_python_form():
     for text, python in PAIRS:
         assert osp.isfile(text), text
         assert osp.isfile(python), (
-            f'{python} is missing: run python tools/dev/make_python_configs.py')
+            f'{python} is missing: run python dev/make_python_configs.py')
         assert osp.isfile(osp.join(osp.dirname(python), '__init__.py'))
 
 
@@ -53,7 +53,7 @@ def test_python_config_is_current(text, python):
         written = f.read()
     assert written == generator.python_config(text), (
         f'{osp.relpath(python, generator.ROOT)} is stale: run '
-        'python tools/dev/make_python_configs.py')
+        'python dev/make_python_configs.py')
 
 
 def test_python_config_names_our_classes_not_registry_strings():

@@ -21,7 +21,7 @@ from helpers import REPO, SUITE_SIZE_FILE, load_tool
 check_requirements = load_tool(osp.join('tools', 'check_requirements.py'))
 
 REQUIREMENTS = osp.join(REPO, 'requirements')
-SCANNED = ('mmvisattn', 'tools', 'demo', 'tests')
+SCANNED = ('mmvisattn', 'tools', 'dev', 'demo', 'tests')
 # requirements/constraints.txt only pins versions; it declares nothing.
 NOT_DECLARING = ('constraints.txt', )
 
@@ -38,7 +38,7 @@ def declared_requirements():
 
 def own_modules():
     """Names that resolve to the project itself: the package, and the
-    modules and folders of tools/, demo/ and tests/ (imported beside each
+    modules and folders of tools/, dev/, demo/ and tests/ (imported beside each
     other, e.g. ``conftest`` or ``_swin_io``)."""
     names = {'mmvisattn'}
     for top in SCANNED[1:]:

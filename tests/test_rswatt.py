@@ -333,7 +333,7 @@ def test_extents_tool_plots_the_predicted_windows(tmp_path):
     image = tmp_path / 'img.png'
     Image.fromarray((np.random.RandomState(0).rand(40, 56, 3) * 255).astype(
         'uint8')).save(image)
-    tool = load_tool('tools/analysis_tools/rswatt_extents.py')
+    tool = load_tool('dev/rswatt_extents.py')
     out = tmp_path / 'extents.png'
     tool.main([
         osp.join(REPO, 'configs', 'demo', 'upernet_rswatt-n_shapes-ade.py'),

@@ -1,5 +1,5 @@
-"""The RSWAtt benchmark's generator (tools/dev/make_rswatt_bench.py) and the
-ablation script's bookkeeping (tools/dev/rswatt_ablation.py:
+"""The RSWAtt benchmark's generator (dev/make_rswatt_bench.py) and the
+ablation script's bookkeeping (dev/rswatt_ablation.py:
 metrics parsed from the test logs, the table made from the results JSON).
 Fast: a few tiny scenes, no model trained."""
 import filecmp
@@ -13,8 +13,8 @@ import pytest
 
 from helpers import REPO, load_tool
 
-bench = load_tool(osp.join('tools', 'dev', 'make_rswatt_bench.py'))
-ablation = load_tool(osp.join('tools', 'dev', 'rswatt_ablation.py'))
+bench = load_tool(osp.join('dev', 'make_rswatt_bench.py'))
+ablation = load_tool(osp.join('dev', 'rswatt_ablation.py'))
 
 
 @pytest.fixture(scope='module')
@@ -196,8 +196,7 @@ def test_every_variant_builds_what_it_says(task, tmp_path):
 
 
 def test_extents_per_layer_table():
-    extents = load_tool(osp.join('tools', 'analysis_tools',
-                                 'rswatt_extents.py'))
+    extents = load_tool(osp.join('dev', 'rswatt_extents.py'))
     assert extents.layer_of('backbone.layers.2.blocks.1.attn') == \
         'stage 3 block 2'
     assert extents.layer_of('decode_head.layers.0.attn') == 'stage 1'

@@ -226,39 +226,13 @@ def test_parts_are_found_under_another_default_scope():
     assert isinstance(attn.fusion, ConcatFusion)
 
 
-
-
 HEAD = dict(in_channels=[16, 32], in_index=[0, 1], channels=16,
             num_classes=3, num_heads=2)
 
 
-@pytest.mark.parametrize('owner, build', [
-    ('RSWAttTransformer', lambda: RSWAttTransformer(arch='nano',
-                                                     window_size=(5, 9))),
-    ('RSWAttViT', lambda: RSWAttViT(window_size=(5, 9))),
-    ('ReconstructedWindowAttention',
-     lambda: ReconstructedWindowAttention(16, 2, window_size=(5, 9))),
-    ('RSWAttBlock', lambda: RSWAttBlock(16, 2, window_size=(5, 9))),
-    ('RSWAttPlugin', lambda: RSWAttPlugin(16, window_size=(5, 9))),
-    ('RSWAttNeck', lambda: RSWAttNeck(16, 2, window_size=(5, 9))),
-    ('RSWAttHead', lambda: RSWAttHead(window_size=(5, 9), **HEAD)),
-    ('RSWAttUPerHead', lambda: MODELS.build(
-        dict(type='RSWAttUPerHead', window_size=(5, 9), **HEAD))),
-], ids=['backbone', 'vit', 'attention', 'block', 'plugin', 'neck', 'head',
-        'uper-head'])
-def test_window_size_is_refused_by_name_scale_windows_is_the_name(owner,
-                                                                  build):
-    """window_size is one window everywhere (an int or an (h, w) pair);
-    RSWAtt's windows, one per scale, are scale_windows (CHANGELOG.md): the
-    refusal names our class (not mmseg's BaseDecodeHead, whose __init__
-    would otherwise meet the keyword) and what to write."""
-    with pytest.raises(TypeError) as error:
-        build()
-    assert str(error.value).startswith(
-        f'{owner}: window_size= was removed; write scale_windows=')
-
-
-def test_the_refusal_leaves_the_signature_and_the_new_spelling_as_they_were():
+def test_scale_windows_is_the_name_of_rswatts_windows():
+    """``window_size`` is one window everywhere (an int or an (h, w)
+    pair); RSWAtt's windows, one per scale, are ``scale_windows``."""
     assert 'scale_windows' in inspect.signature(RSWAttHead.__init__).parameters
     assert 'window_size' not in inspect.signature(
         RSWAttTransformer.__init__).parameters

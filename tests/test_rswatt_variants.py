@@ -343,7 +343,7 @@ def test_rswatt_decoder_configs_loss_step_on_camvid_ade(name, tmp_path):
 # ------------------------------------------------------------------ tools
 def test_object_sizes_are_connected_regions():
     import numpy as np
-    tool = load_tool('tools/analysis_tools/rswatt_extents.py')
+    tool = load_tool('dev/rswatt_extents.py')
     label = np.zeros((6, 8), np.uint8)
     label[0:2, 0:2] = 1  # 4 pixels
     label[4:6, 5:8] = 1  # 6 pixels, same class, separate region
@@ -357,7 +357,7 @@ def test_extents_tool_correlates_windows_with_objects(tmp_path, capsys):
     from helpers import generate_shapes
     root = str(tmp_path / 'shapes')
     generate_shapes(root, num_train=1, num_val=2, size=(64, 64))
-    tool = load_tool('tools/analysis_tools/rswatt_extents.py')
+    tool = load_tool('dev/rswatt_extents.py')
     out = tmp_path / 'extents.png'
     tool.main([
         osp.join(REPO, 'configs', 'demo', 'upernet_rswatt-n_shapes-ade.py'),
@@ -375,7 +375,7 @@ def test_extents_tool_correlates_windows_with_objects(tmp_path, capsys):
 
 
 def test_ablation_variants_build_what_they_say(tmp_path):
-    tool = load_tool('tools/dev/rswatt_ablation.py')
+    tool = load_tool('dev/rswatt_ablation.py')
     init_default_scope('mmseg')
     from mmseg.registry import MODELS
     built = {}

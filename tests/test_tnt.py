@@ -4,7 +4,6 @@ layer-decay optimizer rules, and the Cascade Mask R-CNN / UperNet configs
 trained and evaluated on coco128 / camvid_ade."""
 import copy
 import os.path as osp
-import re
 import subprocess
 import sys
 
@@ -170,9 +169,6 @@ def test_pyramid_options_and_dense_mode_without_class_token():
         TNT(arch='small', out_indices=(4, ))
     with pytest.raises(ValueError, match='pyramid must be'):
         TNT(arch='small', pyramid='fpn')
-    with pytest.raises(TypeError, match=re.escape(
-            'TNT: pyramid_blocks= was removed; write pyramid=(i, j, k, l)')):
-        TNT(arch='small', pyramid_blocks=(2, 5, 8, 11))
     with pytest.raises(ValueError, match='arch'):
         TNT(arch='tiny')
     with pytest.raises(ValueError, match='images'):

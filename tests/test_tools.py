@@ -217,11 +217,11 @@ def test_torchrun_two_cpu_processes(shapes, small_cascade, tmp_path):
 @pytest.mark.slow
 def test_profile_train_step_reports_where_the_step_goes(shapes, small_cascade,
                                                         capsys):
-    """tools/dev/profile_train_step.py builds the demo detector
+    """dev/profile_train_step.py builds the demo detector
     as tools/train.py does, times a step and splits one profiled step into
     the groups docs/benchmarks.md quotes; the RoI heads' mmcv RoIAlign shows
     up as an mmcv op, the optimizer's step beside them."""
-    tool = load_tool('tools/dev/profile_train_step.py')
+    tool = load_tool('dev/profile_train_step.py')
     options = demo_options(shapes, 10)[1:]
     tool.main([small_cascade, '--warmup', '1', '--steps', '1',
                '--cfg-options', *options])

@@ -2,7 +2,7 @@
 # Builds mmcv 2.1.0 with its compiled ops from the source release and installs the wheel.
 #   PYTHON=python3 [MMCV_FORCE_CUDA=1] [MAX_JOBS=N] bash tools/build_mmcv.sh
 # tools/install.sh calls it when mmcv.ops does not import (about 13 minutes on 2 cores);
-# tools/analysis_tools/gpu_check.sh calls it on GPU machines that have no package registry,
+# dev/gpu/gpu_check.sh calls it on GPU machines that have no package registry,
 # where PIP_NO_INDEX=1 and PIP_FIND_LINKS (pip's own variables) point `pip download` at a
 # carried copy of the source release. The wheel is installed only once it is built, so a
 # failed build leaves any installed mmcv as it was.

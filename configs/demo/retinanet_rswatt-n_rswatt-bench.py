@@ -1,12 +1,12 @@
 # The RSWAtt benchmark, detection: RetinaNet (the source's detection head)
 # on the RSWAtt 'nano' backbone (64 channels, depths 2/2/2/2, largest
 # windows 5 and 9, gate fusion), trained from scratch on the COCO half of the
-# harder generated set (tools/dev/make_rswatt_bench.py writes
+# harder generated set (dev/make_rswatt_bench.py writes
 # data/rswatt_bench/): five classes told apart by shape only, sizes 5-96 px,
 # clutter and occlusion, 128x128 images. Sized for a CPU: FPN and head at 64
 # channels from stride 4 (P2-P6, so 5 px objects have a level), two stacked
 # convs, anchors 8 px at P2. The variants of the ablation
-# (tools/dev/rswatt_ablation.py --task det) override
+# (dev/rswatt_ablation.py --task det) override
 # model.backbone only.
 _base_ = [
     'mmdet::_base_/models/retinanet_r50_fpn.py',

@@ -1,11 +1,11 @@
 # The RSWAtt benchmark, segmentation: the small UperNet of
 # upernet_rswatt-n_shapes-ade.py (RSWAtt 'nano' backbone, largest windows 5
 # and 9, gate fusion) on the ADE-layout half of the harder generated set
-# (tools/dev/make_rswatt_bench.py writes data/rswatt_bench/): five classes told
+# (dev/make_rswatt_bench.py writes data/rswatt_bench/): five classes told
 # apart by shape only, sizes 5-96 px, clutter and occlusion, 128x128 images.
 # Background is a class here (label 0, not void): telling the objects from
 # the same-coloured distractors is part of the task. The variants of the
-# ablation (tools/dev/rswatt_ablation.py --task seg) override
+# ablation (dev/rswatt_ablation.py --task seg) override
 # model.backbone only.
 _base_ = './upernet_rswatt-n_shapes-ade.py'
 

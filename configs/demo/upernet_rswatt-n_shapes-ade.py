@@ -1,7 +1,7 @@
 # UperNet with the small RSWAtt backbone (arch='nano', largest windows 5 and
 # 9) on the ADE20K-layout copy of the generated shapes: the short run behind
 # the README's plot of learned window extents
-# (tools/analysis_tools/rswatt_extents.py). Data, schedule and heads as
+# (dev/rswatt_extents.py). Data, schedule and heads as
 # upernet_swin-t_shapes-ade.py.
 _base_ = './upernet_swin-t_shapes-ade.py'
 

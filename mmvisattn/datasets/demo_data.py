@@ -75,7 +75,7 @@ def write_scenes(root: str, make_scene, classes, palette, num_train: int,
                  num_val: int, size: Tuple[int, int], seed: int) -> str:
     """Write ``make_scene(rng, size) -> (image, label map, instances)``'s
     scenes under ``root`` in the layout of :func:`generate_shapes` (also
-    tools/dev/make_rswatt_bench.py's): idempotent, same arguments, same files."""
+    dev/make_rswatt_bench.py's): idempotent, same arguments, same files."""
     stamp = osp.join(root, f'.complete-{num_train}-{num_val}-{size[0]}x'
                      f'{size[1]}-{seed}')
     if osp.exists(stamp):

@@ -49,19 +49,15 @@ from .windows import (
                         WindowLayout,
                         check_shift,
                         check_window,
-                        pad_to_multiple,
                         window_layout,
                         window_pair,
-                        window_partition,
-                        window_reverse,
 )
 
 __all__ = [
     'BACKENDS', 'FAST_PARTS', 'fast_part', 'fast_part_allowed',
     'fast_path_allowed', 'observed',
     'use_backend',
-    'window_partition', 'window_reverse', 'window_pair', 'check_window', 'check_shift',
-    'pad_to_multiple',
+    'window_pair', 'check_window', 'check_shift',
     'window_layout',
     'WindowLayout', 'SHIFT_MODES', 'shifted_window_mask', 'padding_key_mask',
     'MASK_VALUE', 'relative_position_index', 'log_spaced_relative_coords',

@@ -184,7 +184,7 @@ def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     weights."""
     # bf16 on the CPU: torch's fused CPU kernel is barely faster in bf16
     # than in fp32 on window-sized rows, while bf16 GEMMs are ~2.8x
-    # (tools/dev/benchmark_bf16_kernels.py, docs/benchmarks.md);
+    # (dev/benchmark_bf16_kernels.py, docs/benchmarks.md);
     # spelled out, logits, mask and softmax stay bf16 (the CPU softmax
     # accumulates in fp32), no autocast round trip through fp32.
     low_precision = _low_precision_on_cpu(q, k)

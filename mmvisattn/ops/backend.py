@@ -88,10 +88,6 @@ def observed(*modules: nn.Module) -> bool:
     return any(m._forward_hooks or m._forward_pre_hooks for m in modules)
 
 
-def current_backend() -> str:
-    return _BACKEND.get()
-
-
 def _exporting() -> bool:
     # torch.compile, torch.jit.trace/script and the ONNX exporters record
     # ops: they get the plain graph

@@ -2,7 +2,6 @@
 from typing import NamedTuple, Tuple
 
 import torch
-import torch.nn.functional as F
 
 from .cache import shape_cache
 from .symbolic import ceil_div, is_concrete, size_tensor
@@ -55,43 +54,6 @@ def check_shift(shift_size, window_size, owner: str):
         raise ValueError(f'{owner}: shift_size={shift_size} must be in '
                          f'[0, window_size={window_size})')
     return shift_size
-
-
-def pad_to_multiple(x: torch.Tensor, multiple: int) -> torch.Tensor:
-    """Zero-pad a (B, H, W, C) map at the bottom/right to multiples of ``multiple``."""
-    H, W = x.shape[1:3]
-    pad_b = (multiple - H % multiple) % multiple
-    pad_r = (multiple - W % multiple) % multiple
-    # traced sizes: always pad (by 0 where nothing is missing)
-    if not is_concrete(pad_b, pad_r) or pad_b or pad_r:
-        x = F.pad(x, (0, 0, 0, pad_r, 0, pad_b))
-    return x
-
-
-def window_partition(x: torch.Tensor, window_size) -> torch.Tensor:
-    """Split (B, H, W, C) into (B, num_windows, h*w, C) for a window of
-    ``window_size`` (one int, or an (h, w) pair).
-
-    H and W must be multiples of the window (see :func:`pad_to_multiple`).
-    Windows are ordered row-major over the map, tokens row-major inside a window.
-    """
-    B, H, W, C = x.shape
-    wh, ww = window_pair(window_size)
-    if is_concrete(H, W) and (H % wh or W % ww):
-        raise ValueError(f'window_partition: feature map {H}x{W} is not a '
-                         f'multiple of window_size={window_size}; pad it first')
-    x = x.view(B, H // wh, wh, W // ww, ww, C)
-    return x.permute(0, 1, 3, 2, 4, 5).reshape(B, -1, wh * ww, C)
-
-
-def window_reverse(windows: torch.Tensor, window_size,
-                   hw_shape: Tuple[int, int]) -> torch.Tensor:
-    """Inverse of :func:`window_partition`: (B, nW, h*w, C) -> (B, H, W, C)."""
-    H, W = hw_shape
-    wh, ww = window_pair(window_size)
-    B, C = windows.shape[0], windows.shape[-1]
-    x = windows.view(B, H // wh, W // ww, wh, ww, C)
-    return x.permute(0, 1, 3, 2, 4, 5).reshape(B, H, W, C)
 
 
 class WindowLayout(NamedTuple):

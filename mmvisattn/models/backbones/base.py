@@ -89,9 +89,7 @@ PeerKeyword = Callable[[str, str, object, dict], None]
 def check_keywords(owner: str, given: Dict[str, object],
                    known: Sequence[str]) -> None:
     """A keyword neither ours nor a peer's is a ``TypeError`` that names it
-    and the peers' keywords taken (ours are in the signature); our own
-    removed spellings are refused before, by the class
-    (:func:`~mmvisattn.models.layers.removed.removed_keywords`)."""
+    and the peers' keywords taken (ours are in the signature)."""
     unknown = sorted(set(given) - set(known))
     if unknown:
         raise TypeError(

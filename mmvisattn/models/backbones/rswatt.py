@@ -18,7 +18,6 @@ from mmvisattn.models.layers import (
     PixelPositionEncoding,
     RSWAttBlock,
 )
-from mmvisattn.models.layers.removed import SCALE_WINDOWS, removed_keywords
 from mmvisattn.registry import MODELS
 
 from .base import (
@@ -31,7 +30,6 @@ from .base import (
 
 
 @MODELS.register_module()
-@removed_keywords(**SCALE_WINDOWS)
 class RSWAttTransformer(HierarchicalBackbone):
     """RSWAtt backbone.
 
@@ -122,7 +120,6 @@ class RSWAttTransformer(HierarchicalBackbone):
 
 
 @MODELS.register_module()
-@removed_keywords(**SCALE_WINDOWS)
 class RSWAttViT(BackboneBase):
     """A plain ViT whose layers are RSWAtt blocks: 16x16 patches, a class
     token, one map size throughout. Patch tokens attend their own adaptive

@@ -32,7 +32,6 @@ from mmengine.model import BaseModule, ModuleList
 from mmengine.model.weight_init import trunc_normal_
 
 from mmvisattn.models.layers.patch import check_images
-from mmvisattn.models.layers.removed import removed_keywords
 from mmvisattn.models.layers.transformer import TransformerLayer
 from mmvisattn.models.utils.tnt_convert import tnt_any_to_mmvisattn
 from mmvisattn.ops.symbolic import ceil_div, is_concrete
@@ -161,7 +160,6 @@ TNT_PEER_KEYWORDS = dict(
 
 
 @MODELS.register_module()
-@removed_keywords(pyramid_blocks='pyramid=(i, j, k, l)')
 class TNT(BackboneBase):
     """TNT backbone.
 

@@ -13,12 +13,10 @@ from mmseg.models.utils import resize
 
 from mmvisattn.models.backbones.base import BackboneBase
 from mmvisattn.models.layers import RSWAttBlock
-from mmvisattn.models.layers.removed import SCALE_WINDOWS, removed_keywords
 from mmvisattn.registry import MODELS
 
 
 @MODELS.register_module()
-@removed_keywords(**SCALE_WINDOWS)
 class RSWAttHead(BaseDecodeHead):
     """Args (beyond :class:`BaseDecodeHead`'s; ``in_channels`` and
     ``in_index`` list the pyramid levels to fuse):

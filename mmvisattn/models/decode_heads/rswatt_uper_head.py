@@ -5,13 +5,11 @@ from typing import Optional, Sequence
 import torch.nn as nn
 from mmseg.models.decode_heads import UPerHead
 
-from mmvisattn.models.layers.removed import SCALE_WINDOWS, removed_keywords
 from mmvisattn.models.plugins import RSWAttResidual
 from mmvisattn.registry import MODELS
 
 
 @MODELS.register_module()
-@removed_keywords(**SCALE_WINDOWS)
 class RSWAttUPerHead(UPerHead):
     """:class:`mmseg.models.decode_heads.UPerHead` (same arguments) plus
     ``num_rswatt_blocks`` RSWAtt residual blocks (:class:`RSWAttResidual`)

@@ -44,7 +44,6 @@ from mmvisattn.registry import MODELS
 from .builder import build_part, resolve_part
 from .linear import PackedLinear
 from .mlp import Mlp
-from .removed import SCALE_WINDOWS, removed_keywords
 from .rswatt_parts import (
     ScaleFusion,
     WindowPredictor,
@@ -63,7 +62,6 @@ class RSWAttOutput(NamedTuple):
 
 
 @MODELS.register_module()
-@removed_keywords(**SCALE_WINDOWS)
 class ReconstructedWindowAttention(BaseModule):
     """RSWAtt on (B, H, W, C) maps.
 
@@ -229,7 +227,6 @@ def build_rswatt_attention(owner: str, attn_cfg: Optional[dict],
                       scale_windows=scale_windows, **supplied)
 
 
-@removed_keywords(**SCALE_WINDOWS)
 class RSWAttBlock(BaseModule):
     """Pre-norm block: ``x + DropPath(RSWAtt(LN(x)))``, then
     ``x + DropPath(MLP(LN(x)))``; tokens (B, n + H*W, C) with their map size

@@ -10,11 +10,9 @@ import torch.nn as nn
 from mmengine.model import BaseModule, ModuleList
 
 from mmvisattn.models.layers import build_rswatt_attention
-from mmvisattn.models.layers.removed import SCALE_WINDOWS, removed_keywords
 from mmvisattn.registry import MODELS
 
 
-@removed_keywords(**SCALE_WINDOWS)
 class RSWAttResidual(BaseModule):
     """``x + gamma * RSWAtt(LN(x))`` on (B, C, H, W) maps; ``gamma`` is a
     per-channel scale initialised to ``init_scale`` (0).
@@ -65,7 +63,6 @@ class RSWAttPlugin(RSWAttResidual):
 
 
 @MODELS.register_module()
-@removed_keywords(**SCALE_WINDOWS)
 class RSWAttNeck(BaseModule):
     """A neck after the FPN: every level through its own (or one shared)
     :class:`RSWAttResidual`. In a config: ``neck=[dict(type='FPN', ...),

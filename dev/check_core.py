@@ -1,6 +1,6 @@
 """What the core promises a reader, measured on the installed package.
 
-    python tools/dev/check_core.py
+    python dev/check_core.py
 
 Prints, one line each:
 

@@ -1,6 +1,6 @@
 """Time a few training iterations of a detection or segmentation config.
 
-    python tools/analysis_tools/gpu_train_probe.py CONFIG --data-root DIR
+    python dev/gpu/gpu_train_probe.py CONFIG --data-root DIR
         [--iters 20] [--warmup 5] [--batch-size 2]
         [--amp-dtype float16|bfloat16|float32] [--mmdet-backbone]
         [--fixed-scale W H] [--end-by UNIX_TIME] [--json OUT]

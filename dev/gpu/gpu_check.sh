@@ -2,7 +2,7 @@
 # The GPU check of mmvisattn: one command on a fresh 1-GPU machine, at most GPU_CHECK_SECONDS
 # (default 525) in all, its sections in priority order, each under its own time budget, one report:
 #   [WHEELHOUSE=DIR] [GPU_CHECK_PARTS="install ops detector ..."] \
-#     bash tools/analysis_tools/gpu_check.sh [REPORT]         (default: work_dirs/gpu_report.txt)
+#     bash dev/gpu/gpu_check.sh [REPORT]         (default: work_dirs/gpu_report.txt)
 # Each section's command, output tail, exit code and seconds go to REPORT; its whole output, and
 # the probes' figures (JSON), beside it (REPORT without its extension, then _logs/).
 # A section gets its budget, or what is left before the deadline; under 20 s left, it is not run
@@ -18,7 +18,7 @@
 #                        CUDA, RoIAlign, nms, batched_nms and the deformable convolutions in fp32
 #                        and under fp16 and bf16 autocast against the CPU, sigmoid focal loss
 #                        against mmdet's Python version.
-#  2 detector    (data 25 s, 4 runs x 45 s)  tools/analysis_tools/gpu_train_probe.py: 20
+#  2 detector    (data 25 s, 4 runs x 45 s)  dev/gpu/gpu_train_probe.py: 20
 #                        iterations, batch 2, fp16 AMP, images 800x1216 (the paper's largest
 #                        training scale, fixed): the paper's Cascade Mask R-CNN Swin-T
 #                        (configs/cascade_swin_t_coco.py) beside the same config with mmdet's
@@ -73,7 +73,7 @@ section() {
 # probe NAME BUDGET CONFIG [OPTIONS]: gpu_train_probe.py, its figures in $LOGS/NAME.json
 probe() {
   local name=$1 budget=$2; shift 2
-  section "$name" "$budget" $PY tools/analysis_tools/gpu_train_probe.py "$@" \
+  section "$name" "$budget" $PY dev/gpu/gpu_train_probe.py "$@" \
     --iters "$iters" --warmup "$warmup" --batch-size 2 --json "$LOGS/$name.json" \
     --work-dir "work_dirs/gpu_check/$name"
 }

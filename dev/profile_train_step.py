@@ -2,7 +2,7 @@
 wrapper built by mmengine's Runner as tools/train.py builds them (``--amp``
 as there), a few timed steps, then one step under ``torch.profiler``:
 
-    python tools/dev/profile_train_step.py CONFIG [--amp]
+    python dev/profile_train_step.py CONFIG [--amp]
         [--warmup 3] [--steps 4] [--rows 25] [--threads N]
         [--cfg-options KEY=VALUE ...]
 

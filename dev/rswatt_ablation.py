@@ -4,7 +4,7 @@ tools/test.py, and tabulate the mean and spread per variant beside its
 parameters, FLOPs and CPU latency.
 
 Tasks (``--task seg|det|both``), on the RSWAtt benchmark
-(tools/dev/make_rswatt_bench.py, data/rswatt_bench):
+(dev/make_rswatt_bench.py, data/rswatt_bench):
 
   seg  configs/demo/upernet_rswatt-n_rswatt-bench-ade.py: UperNet, RSWAtt
        'nano' backbone, 200 iterations, batch 4; metric mIoU (6 classes,
@@ -12,13 +12,13 @@ Tasks (``--task seg|det|both``), on the RSWAtt benchmark
   det  configs/demo/retinanet_rswatt-n_rswatt-bench.py: RetinaNet, the same
        backbone, 200 iterations, batch 4; metric COCO bbox mAP
 
-    python tools/dev/make_rswatt_bench.py data/rswatt_bench
-    python tools/dev/rswatt_ablation.py --task seg --seeds 0 1 2
-    python tools/dev/rswatt_ablation.py --task det --seeds 0 1 2 \\
+    python dev/make_rswatt_bench.py data/rswatt_bench
+    python dev/rswatt_ablation.py --task seg --seeds 0 1 2
+    python dev/rswatt_ablation.py --task det --seeds 0 1 2 \\
         --variants fixed swin adaptive ms-gate ms-concat
     # params, FLOPs, latency of every variant; the table from the JSON
-    python tools/dev/rswatt_ablation.py --cost --task both
-    python tools/dev/rswatt_ablation.py --table
+    python dev/rswatt_ablation.py --cost --task both
+    python dev/rswatt_ablation.py --table
 
 (configs/rswatt/README.md#when-does-the-adaptive-window-pay: the order the
 committed runs were made in, and the results.)
@@ -64,7 +64,7 @@ import time
 
 import numpy as np
 
-REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+REPO = osp.dirname(osp.dirname(osp.abspath(__file__)))
 CONFIGS = {
     'seg': osp.join(REPO, 'configs', 'demo',
                     'upernet_rswatt-n_rswatt-bench-ade.py'),
@@ -251,7 +251,7 @@ def gather(work_dir: str, results: str):
                              r['seed']))
     data['runs'] = runs
     data.setdefault('benchmark', dict(
-        data='python tools/dev/make_rswatt_bench.py data/rswatt_bench '
+        data='python dev/make_rswatt_bench.py data/rswatt_bench '
         '(400 train, 60 val, 128x128, seed 0)',
         configs={k: osp.relpath(v, REPO) for k, v in CONFIGS.items()},
         metrics='seg: mIoU (%) over 6 classes, background included; det: '

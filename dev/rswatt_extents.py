@@ -2,7 +2,7 @@
 RSWAtt layer predicts, for one or more checkpoints, as a PNG of histograms
 and printed statistics.
 
-    python tools/analysis_tools/rswatt_extents.py CONFIG \\
+    python dev/rswatt_extents.py CONFIG \\
         --checkpoints init work_dirs/x/iter_60.pth --labels before after \\
         --images data/shapes/ade/images/validation --out extents.png
 

@@ -12,9 +12,9 @@ a hash moved ``--compare`` says by how much those values moved: a
 kernel's rounding (about 1e-6 of the largest in float32) reads apart from
 a change of the arithmetic.
 
-    python tools/dev/check_unchanged.py > before.jsonl     # on the old commit
-    python tools/dev/check_unchanged.py > after.jsonl      # on the new one
-    python tools/dev/check_unchanged.py --compare before.jsonl after.jsonl
+    python dev/check_unchanged.py > before.jsonl     # on the old commit
+    python dev/check_unchanged.py > after.jsonl      # on the new one
+    python dev/check_unchanged.py --compare before.jsonl after.jsonl
 
 Run it from the checkout whose package is imported (``PYTHONPATH=.`` for a
 second worktree); the first line names the package it imported.
@@ -38,7 +38,7 @@ from mmengine.utils import import_modules_from_strings
 import mmvisattn
 from mmvisattn.ops import BACKENDS, use_backend
 
-ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
 
 
 def _configs(pattern):

@@ -27,7 +27,7 @@ One set of scenes is written twice, as the demo: COCO instances (visible
 masks as polygons, visible boxes) for detection and the ADE20K layout
 (label PNGs, 0 = background) for semantic segmentation.
 
-    python tools/dev/make_rswatt_bench.py [data/rswatt_bench] [--num-train 400]
+    python dev/make_rswatt_bench.py [data/rswatt_bench] [--num-train 400]
         [--num-val 60] [--size 128 128] [--seed 0]
 """
 import argparse

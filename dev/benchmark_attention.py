@@ -1,6 +1,6 @@
 """Attention-variant speed: the Swin paper's Table 5, re-run on this device.
 
-    python tools/analysis_tools/benchmark_attention.py
+    python dev/benchmark_attention.py
         [--mode table|scaling|all]
         [--device cpu|cuda] [--repeats N] [--heavy-repeats N] [--quick]
         [--batch B] [--backbone-shape H W] [--archs tiny small base]

@@ -1,7 +1,7 @@
 """The CPU kernels of the inference fast path against what they replace,
 on Swin-T's shapes, three runs in one process:
 
-    python tools/dev/benchmark_bf16_kernels.py [--threads 2] \
+    python dev/benchmark_bf16_kernels.py [--threads 2] \
         [--runs 3] [--only linear packing attention]
 
 * linears: a weight packed once as bf16 for oneDNN (``ops.linear``, what

@@ -4,8 +4,8 @@
 # CUDA image lacks, for that machine's Python, and mmcv: its prebuilt wheel with the compiled CPU
 # and CUDA ops when MMCV_WHEELS (default ../shared/wheels, beside the checkout) holds one for that
 # Python (mmcv-*-cpXY-*.whl), else its source release, which is then built there (minutes).
-#   bash tools/analysis_tools/gpu_wheelhouse.sh [DIR] [PYTHON_VERSION]     (default: .whl 3.12)
-# then, on the GPU machine:  WHEELHOUSE=DIR bash tools/analysis_tools/gpu_check.sh
+#   bash dev/gpu/gpu_wheelhouse.sh [DIR] [PYTHON_VERSION]     (default: .whl 3.12)
+# then, on the GPU machine:  WHEELHOUSE=DIR bash dev/gpu/gpu_check.sh
 # The image is expected to hold torch, torchvision, numpy, scipy, matplotlib, opencv (headless),
 # pyyaml, rich, pytest and timm; the wheels are installed there without dependency resolution, so
 # a package the image lacks and this list omits shows up as an ImportError in the report. A
